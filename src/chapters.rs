@@ -1,0 +1,58 @@
+//! The list of chapters: the one place the workbook CLI, the tests and the book's
+//! checks learn which chapters exist.
+
+use std::path::{Path, PathBuf};
+
+/// One chapter: a folder under `chapters/` holding `main.rs` (the server, built as a
+/// binary of the same name) and `transcript.md` (its wire truth).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chapter {
+    pub number: u8,
+    /// Folder and binary name, e.g. `ch01-envelope`.
+    pub name: &'static str,
+    pub title: &'static str,
+}
+
+pub const CHAPTERS: &[Chapter] = &[
+    Chapter { number: 1, name: "ch01-envelope", title: "The JSON-RPC envelope" },
+    Chapter { number: 2, name: "ch02-handshake", title: "The initialize handshake" },
+];
+
+impl Chapter {
+    /// `chapters/ch01-envelope` inside the workbook.
+    pub fn folder(&self) -> PathBuf {
+        workbook_root().join("chapters").join(self.name)
+    }
+
+    pub fn transcript_path(&self) -> PathBuf {
+        self.folder().join("transcript.md")
+    }
+}
+
+/// Find a chapter by number (`3`, `03`) or by name (`ch03`, `ch03-tools-list`).
+pub fn find(query: &str) -> Option<&'static Chapter> {
+    let query = query.trim().to_ascii_lowercase();
+    if let Ok(number) = query.trim_start_matches("ch").parse::<u8>() {
+        return CHAPTERS.iter().find(|c| c.number == number);
+    }
+    CHAPTERS.iter().find(|c| c.name == query)
+}
+
+/// The workbook's top folder (where `Cargo.toml` is).
+pub fn workbook_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_chapters_by_number_and_name() {
+        assert_eq!(find("1").map(|c| c.name), Some("ch01-envelope"));
+        assert_eq!(find("02").map(|c| c.name), Some("ch02-handshake"));
+        assert_eq!(find("ch02").map(|c| c.name), Some("ch02-handshake"));
+        assert_eq!(find("ch01-envelope").map(|c| c.number), Some(1));
+        assert_eq!(find("99"), None);
+    }
+}

@@ -1,0 +1,12 @@
+//! The MCP workbook's library: the HTTP base every chapter stands on, and the
+//! client side (transcripts, replay) that the tests and the `workbook` CLI share.
+//!
+//! - [`http`]: the synchronous `tiny_http` loop; chapters hand it a pure function.
+//! - [`transcript`]: a chapter's wire exchanges, parsed from its Markdown file.
+//! - [`replay`]: send those exchanges to a running server and compare the answers.
+//! - [`chapters`]: which chapters exist.
+
+pub mod chapters;
+pub mod http;
+pub mod replay;
+pub mod transcript;

@@ -1,0 +1,138 @@
+//! `workbook`: the workbook's own command line.
+//!
+//! ```text
+//! cargo run -- list              the chapters
+//! cargo run -- check 3           build chapter 3, start it, replay its transcript
+//! cargo run -- check 3 --url U   replay chapter 3's transcript against a server you run
+//! cargo run -- bless 3           rewrite chapter 3's transcript from what it answers now
+//! ```
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use clap::{Parser, Subcommand};
+use mcp_workbook::chapters::{self, Chapter};
+use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::transcript::{self, Transcript};
+
+#[derive(Parser)]
+#[command(about = "The MCP workbook: list the chapters, check a server against a transcript")]
+struct Cli {
+    #[command(subcommand)]
+    command: Action,
+}
+
+#[derive(Subcommand)]
+enum Action {
+    /// List the chapters.
+    List,
+    /// Replay a chapter's transcript against its server and report each exchange.
+    Check {
+        /// Chapter number or name: `1`, `ch01`, `ch01-envelope`.
+        chapter: String,
+        /// Talk to a server already running at this URL instead of starting one.
+        #[arg(long)]
+        url: Option<String>,
+    },
+    /// Rewrite a chapter's transcript with the responses its server gives now.
+    /// Review the change with `git diff` before committing it.
+    Bless {
+        /// Chapter number or name.
+        chapter: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Action::List => {
+            for chapter in chapters::CHAPTERS {
+                println!("{:>2}  {:<24} {}", chapter.number, chapter.name, chapter.title);
+            }
+            Ok(true)
+        }
+        Action::Check { chapter, url } => with_chapter(&chapter).and_then(|c| check(c, url.as_deref())),
+        Action::Bless { chapter } => with_chapter(&chapter).and_then(bless),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn with_chapter(query: &str) -> Result<&'static Chapter, String> {
+    chapters::find(query).ok_or_else(|| format!("no chapter {query:?}; `cargo run -- list` shows them"))
+}
+
+fn load_transcript(chapter: &Chapter) -> Result<(String, Transcript), String> {
+    let path = chapter.transcript_path();
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let parsed = transcript::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((text, parsed))
+}
+
+/// Build the chapter's binary (so the check never runs stale code) and start it.
+fn start(chapter: &Chapter, transcript: &Transcript) -> Result<RunningServer, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "--bin", chapter.name])
+        .current_dir(chapters::workbook_root())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("{} does not build (the compiler's message is above)", chapter.name));
+    }
+    RunningServer::start(&binary_path(chapter.name), &transcript.server_args).map_err(|e| e.to_string())
+}
+
+/// Chapter binaries sit next to this one, in `target/debug` (or `release`).
+fn binary_path(name: &str) -> PathBuf {
+    let me = std::env::current_exe().expect("the running binary has a path");
+    me.with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+fn check(chapter: &Chapter, url: Option<&str>) -> Result<bool, String> {
+    let (_, transcript) = load_transcript(chapter)?;
+    let server;
+    let address = match url {
+        Some(url) => replay::address_of_url(url).ok_or_else(|| format!("not an http://HOST:PORT URL: {url}"))?,
+        None => {
+            server = start(chapter, &transcript)?;
+            server.address
+        }
+    };
+    println!("Checking {} against http://{address}/mcp\n", chapter.name);
+    let outcomes = replay::replay(&transcript, address);
+    for outcome in &outcomes {
+        if outcome.passed() {
+            println!("✓ {}", outcome.exchange.title);
+        } else {
+            print!("{}", replay::explain(outcome));
+        }
+    }
+    let passed = outcomes.iter().filter(|o| o.passed()).count();
+    let failed = outcomes.len() - passed;
+    println!("\n{passed} passed, {failed} failed");
+    Ok(failed == 0)
+}
+
+fn bless(chapter: &Chapter) -> Result<bool, String> {
+    let (text, transcript) = load_transcript(chapter)?;
+    let server = start(chapter, &transcript)?;
+    let mut recorded = Vec::new();
+    for exchange in &transcript.exchanges {
+        let actual = replay::send(server.address, &exchange.request)
+            .map_err(|e| format!("{:?}: no response: {e}", exchange.title))?;
+        recorded.push(replay::as_recorded(&actual, &exchange.expected));
+    }
+    let blessed = transcript::replace_responses(&text, &recorded).map_err(|e| e.to_string())?;
+    let path = chapter.transcript_path();
+    std::fs::write(&path, &blessed).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let changed = blessed != text;
+    println!("{} {}", if changed { "rewrote" } else { "unchanged:" }, path.display());
+    Ok(true)
+}

@@ -1,0 +1,461 @@
+//! The client side of a transcript: start a chapter's server, send each request over
+//! a real socket, and compare what comes back with what the transcript expects.
+//!
+//! The cargo tests and the learner's `check` command both use this, so a learner's
+//! exercise is held to exactly the same standard as the chapter.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::transcript::{Exchange, HttpRequest, HttpResponse, Transcript};
+
+/// How long one exchange may take before the replay gives up on it.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Response headers worth keeping when a transcript is blessed, besides the ones
+/// the transcript already lists.
+const HEADERS_THAT_MATTER: &[&str] = &["content-type", "allow", "www-authenticate"];
+
+/// A chapter's server running as a child process; stopped when dropped.
+pub struct RunningServer {
+    child: Child,
+    /// Where it listens, read from the line it prints once listening.
+    pub address: SocketAddr,
+    /// What it wrote to stderr so far, to explain a failure.
+    stderr: Arc<Mutex<String>>,
+}
+
+impl RunningServer {
+    /// Start `binary --bind 127.0.0.1:0 ARGS...` and wait for its URL line.
+    pub fn start(binary: &Path, args: &[String]) -> io::Result<RunningServer> {
+        let mut child = Command::new(binary)
+            .args(["--bind", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot start {}: {e}", binary.display())))?;
+
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let sink = stderr.clone();
+        thread::spawn(move || {
+            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+                let mut sink = sink.lock().unwrap();
+                sink.push_str(&line);
+                sink.push('\n');
+            }
+        });
+
+        // The first stdout line that holds `http://` names the address. Keep
+        // draining stdout afterwards so the child never blocks on a full pipe.
+        let (found, wait) = mpsc::channel();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        thread::spawn(move || {
+            let mut found = Some(found);
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(address) = address_in(&line)
+                    && let Some(found) = found.take()
+                {
+                    let _ = found.send(address);
+                }
+            }
+        });
+
+        match wait.recv_timeout(TIMEOUT) {
+            Ok(address) => Ok(RunningServer { child, address, stderr }),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let log = stderr.lock().unwrap().clone();
+                Err(io::Error::other(format!(
+                    "{} printed no `http://` line within {TIMEOUT:?}; its stderr:\n{log}",
+                    binary.display()
+                )))
+            }
+        }
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `listening on http://127.0.0.1:43125/mcp` -> `127.0.0.1:43125`.
+fn address_in(line: &str) -> Option<SocketAddr> {
+    let url = &line[line.find("http://")? + "http://".len()..];
+    let authority = url.split(['/', ' ']).next()?;
+    authority.to_socket_addrs().ok()?.next()
+}
+
+/// Parse `http://HOST:PORT/...` into an address, for a learner's `--url`.
+pub fn address_of_url(url: &str) -> Option<SocketAddr> {
+    address_in(url)
+}
+
+// ANCHOR: send
+/// Send one request on a fresh connection and read the whole response.
+pub fn send(address: SocketAddr, request: &HttpRequest) -> io::Result<HttpResponse> {
+    let mut head = format!("{} {} HTTP/1.1\r\n", request.method, request.path);
+    for (name, value) in &request.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if request.header("host").is_none() {
+        head.push_str(&format!("Host: {address}\r\n"));
+    }
+    if request.header("content-length").is_none() && request.header("transfer-encoding").is_none() {
+        head.push_str(&format!("Content-Length: {}\r\n", request.body.len()));
+    }
+    head.push_str("Connection: close\r\n\r\n");
+
+    let mut stream = TcpStream::connect_timeout(&address, TIMEOUT)?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(request.body.as_bytes())?;
+    let mut raw = Vec::new();
+    // A server may close without reading a body it refused (413): what it sent
+    // before closing still counts, so a reset after some bytes is not an error.
+    if let Err(error) = stream.read_to_end(&mut raw)
+        && raw.is_empty()
+    {
+        return Err(error);
+    }
+    parse_response(&raw)
+}
+// ANCHOR_END: send
+
+/// Parse raw HTTP/1.1 response bytes, skipping any `100 Continue`.
+fn parse_response(mut raw: &[u8]) -> io::Result<HttpResponse> {
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("bad HTTP response: {what}"));
+    loop {
+        let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| invalid("no end of headers"))?;
+        let head = std::str::from_utf8(&raw[..end]).map_err(|_| invalid("head is not UTF-8"))?;
+        let body = &raw[end + 4..];
+        let mut lines = head.split("\r\n");
+        let status: u16 = lines
+            .next()
+            .and_then(|line| line.split_whitespace().nth(1))
+            .and_then(|code| code.parse().ok())
+            .ok_or_else(|| invalid("no status line"))?;
+        if status == 100 {
+            raw = body;
+            continue;
+        }
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(name, value)| (name.trim().to_string(), value.trim().to_string()))
+            .collect();
+        let header = |name: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+        let body = if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+            dechunk(body).ok_or_else(|| invalid("broken chunked body"))?
+        } else if let Some(length) = header("content-length").and_then(|v| v.parse::<usize>().ok()) {
+            body.get(..length).ok_or_else(|| invalid("body shorter than Content-Length"))?.to_vec()
+        } else {
+            body.to_vec()
+        };
+        let body = String::from_utf8(body).map_err(|_| invalid("body is not UTF-8"))?;
+        return Ok(HttpResponse { status, headers, body });
+    }
+}
+
+fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let line_end = raw.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&raw[..line_end]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        raw = &raw[line_end + 2..];
+        if size == 0 {
+            return Some(body);
+        }
+        body.extend_from_slice(raw.get(..size)?);
+        raw = raw.get(size + 2..)?;
+    }
+}
+
+/// One way an actual response differs from the expected one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    Status { expected: u16, actual: u16 },
+    Header { name: String, expected: String, actual: Option<String> },
+    /// Both sides pretty-printed (JSON with sorted keys), ready to diff.
+    Body { expected: String, actual: String },
+}
+
+// ANCHOR: compare
+/// Compare a response with the transcript's: the status, each listed header, and
+/// the body (as JSON when the expected body is JSON, else as text).
+pub fn compare(expected: &HttpResponse, actual: &HttpResponse) -> Vec<Mismatch> {
+    let mut mismatches = Vec::new();
+    if expected.status != actual.status {
+        mismatches.push(Mismatch::Status { expected: expected.status, actual: actual.status });
+    }
+    for (name, value) in &expected.headers {
+        let found = actual.header(name);
+        if found != Some(value.as_str()) {
+            mismatches.push(Mismatch::Header {
+                name: name.clone(),
+                expected: value.clone(),
+                actual: found.map(str::to_string),
+            });
+        }
+    }
+    if !bodies_match(&expected.body, &actual.body) {
+        mismatches.push(Mismatch::Body { expected: normalized(&expected.body), actual: normalized(&actual.body) });
+    }
+    mismatches
+}
+
+fn bodies_match(expected: &str, actual: &str) -> bool {
+    match (serde_json::from_str::<Value>(expected), serde_json::from_str::<Value>(actual)) {
+        (Ok(expected), Ok(actual)) => expected == actual,
+        _ => expected.trim_end() == actual.trim_end(),
+    }
+}
+// ANCHOR_END: compare
+
+/// JSON pretty-printed with sorted keys (so two bodies line up for a diff); anything
+/// else as it is.
+fn normalized(body: &str) -> String {
+    match serde_json::from_str::<Value>(body) {
+        Ok(json) => serde_json::to_string_pretty(&json).expect("a Value always serializes"),
+        Err(_) => body.trim_end().to_string(),
+    }
+}
+
+/// What one exchange of a replay gave.
+pub struct Outcome<'a> {
+    pub exchange: &'a Exchange,
+    /// The response, or why there was none.
+    pub actual: Result<HttpResponse, String>,
+    /// Empty when the exchange passed.
+    pub mismatches: Vec<Mismatch>,
+}
+
+impl Outcome<'_> {
+    pub fn passed(&self) -> bool {
+        self.actual.is_ok() && self.mismatches.is_empty()
+    }
+}
+
+/// Send every exchange of `transcript` to `address`, in order.
+pub fn replay(transcript: &Transcript, address: SocketAddr) -> Vec<Outcome<'_>> {
+    transcript
+        .exchanges
+        .iter()
+        .map(|exchange| match send(address, &exchange.request) {
+            Ok(actual) => Outcome { exchange, mismatches: compare(&exchange.expected, &actual), actual: Ok(actual) },
+            Err(error) => Outcome { exchange, actual: Err(error.to_string()), mismatches: Vec::new() },
+        })
+        .collect()
+}
+
+/// A failed exchange explained for a reader: what was sent, what differed, and a
+/// line diff of the bodies (`-` expected, `+` actual).
+pub fn explain(outcome: &Outcome) -> String {
+    let exchange = outcome.exchange;
+    let mut text = format!("✗ {} (transcript line {})\n", exchange.title, exchange.line);
+    let first_line = exchange.request.body.lines().next().unwrap_or("");
+    text.push_str(&format!("  sent: {} {} {first_line}\n", exchange.request.method, exchange.request.path));
+    if let Err(error) = &outcome.actual {
+        text.push_str(&format!("  no response: {error}\n"));
+    }
+    for mismatch in &outcome.mismatches {
+        match mismatch {
+            Mismatch::Status { expected, actual } => {
+                text.push_str(&format!("  status: expected {expected}, got {actual}\n"));
+            }
+            Mismatch::Header { name, expected, actual } => {
+                let actual = actual.as_deref().unwrap_or("(absent)");
+                text.push_str(&format!("  header {name}: expected {expected:?}, got {actual:?}\n"));
+            }
+            Mismatch::Body { expected, actual } => {
+                text.push_str("  body (- expected, + actual):\n");
+                for line in line_diff(expected, actual) {
+                    text.push_str(&format!("    {line}\n"));
+                }
+            }
+        }
+    }
+    text
+}
+
+/// A minimal line diff (longest common subsequence): ` ` kept, `-` only in `old`,
+/// `+` only in `new`.
+pub fn line_diff(old: &str, new: &str) -> Vec<String> {
+    let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+    // common[i][j]: length of the longest common subsequence of a[i..] and b[j..].
+    let mut common = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            common[i][j] = if a[i] == b[j] { common[i + 1][j + 1] + 1 } else { common[i + 1][j].max(common[i][j + 1]) };
+        }
+    }
+    let (mut i, mut j, mut lines) = (0, 0, Vec::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            lines.push(format!("  {}", a[i]));
+            (i, j) = (i + 1, j + 1);
+        } else if i < a.len() && (j == b.len() || common[i + 1][j] >= common[i][j + 1]) {
+            lines.push(format!("- {}", a[i]));
+            i += 1;
+        } else {
+            lines.push(format!("+ {}", b[j]));
+            j += 1;
+        }
+    }
+    lines
+}
+
+/// The response as a transcript should record it: the headers that matter (those
+/// the transcript already listed, and a few always worth showing) and the body
+/// pretty-printed in the server's own key order.
+pub fn as_recorded(actual: &HttpResponse, expected: &HttpResponse) -> HttpResponse {
+    let headers = actual
+        .headers
+        .iter()
+        .filter(|(name, _)| {
+            expected.header(name).is_some() || HEADERS_THAT_MATTER.iter().any(|h| h.eq_ignore_ascii_case(name))
+        })
+        .cloned()
+        .collect();
+    let body = pretty_json(&actual.body).unwrap_or_else(|| actual.body.trim_end().to_string());
+    HttpResponse { status: actual.status, headers, body }
+}
+
+/// Pretty-print JSON text keeping its key order (two-space indent, as
+/// `serde_json::to_string_pretty`). `None` when the text is not JSON.
+pub fn pretty_json(text: &str) -> Option<String> {
+    serde_json::from_str::<Value>(text).ok()?;
+    let mut out = String::new();
+    let mut depth = 0;
+    let mut chars = text.trim().chars().peekable();
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.push_str(&"  ".repeat(depth));
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                out.push('"');
+                while let Some(c) = chars.next() {
+                    out.push(c);
+                    match c {
+                        '\\' => out.extend(chars.next()),
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '{' | '[' => {
+                while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                    chars.next();
+                }
+                if matches!(chars.peek(), Some('}' | ']')) {
+                    out.push(c);
+                    out.extend(chars.next());
+                } else {
+                    out.push(c);
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth -= 1;
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(',');
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            c if c.is_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(status: u16, body: &str) -> HttpResponse {
+        HttpResponse { status, headers: vec![("Content-Type".into(), "application/json".into())], body: body.into() }
+    }
+
+    #[test]
+    fn json_bodies_compare_as_json() {
+        let expected = response(200, r#"{"id": 1, "jsonrpc": "2.0"}"#);
+        assert!(compare(&expected, &response(200, r#"{"jsonrpc":"2.0","id":1}"#)).is_empty());
+        // The id's type is part of the value: "1" is not 1.
+        let mismatches = compare(&expected, &response(200, r#"{"jsonrpc":"2.0","id":"1"}"#));
+        assert!(matches!(mismatches.as_slice(), [Mismatch::Body { .. }]), "{mismatches:?}");
+    }
+
+    #[test]
+    fn status_and_listed_headers_are_compared() {
+        let expected = response(405, "").clone();
+        let mut expected = expected;
+        expected.headers.push(("Allow".into(), "POST".into()));
+        let actual = HttpResponse { status: 404, headers: vec![], body: String::new() };
+        let mismatches = compare(&expected, &actual);
+        assert_eq!(mismatches.len(), 3, "{mismatches:?}");
+        assert_eq!(mismatches[0], Mismatch::Status { expected: 405, actual: 404 });
+    }
+
+    #[test]
+    fn an_empty_expected_body_requires_an_empty_body() {
+        let expected = HttpResponse { status: 202, headers: vec![], body: String::new() };
+        assert!(compare(&expected, &HttpResponse { body: String::new(), ..expected.clone() }).is_empty());
+        assert_eq!(compare(&expected, &HttpResponse { body: "{}".into(), ..expected.clone() }).len(), 1);
+    }
+
+    #[test]
+    fn parses_plain_and_chunked_responses() {
+        let plain = parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}").unwrap();
+        assert_eq!((plain.status, plain.body.as_str()), (200, "{}"));
+        let chunked =
+            parse_response(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n1\r\n}\r\n0\r\n\r\n").unwrap();
+        assert_eq!((chunked.status, chunked.body.as_str()), (200, "{}"));
+    }
+
+    #[test]
+    fn pretty_json_keeps_key_order() {
+        let pretty = pretty_json(r#"{"jsonrpc":"2.0","id":"a,b","result":{},"list":[1,{"k":"\"x\""}]}"#).unwrap();
+        assert_eq!(
+            pretty,
+            "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": \"a,b\",\n  \"result\": {},\n  \"list\": [\n    1,\n    {\n      \"k\": \"\\\"x\\\"\"\n    }\n  ]\n}"
+        );
+        assert_eq!(pretty_json("not json"), None);
+    }
+
+    #[test]
+    fn line_diff_marks_changes() {
+        assert_eq!(line_diff("a\nb\nc", "a\nx\nc"), ["  a", "- b", "+ x", "  c"]);
+    }
+
+    #[test]
+    fn finds_the_address_in_the_url_line() {
+        assert_eq!(address_in("listening on http://127.0.0.1:4242/mcp"), Some("127.0.0.1:4242".parse().unwrap()));
+        assert_eq!(address_in("no url here"), None);
+    }
+}

@@ -1,0 +1,364 @@
+//! A chapter's transcript: its wire truth, written as Markdown a reader can follow.
+//!
+//! The book includes the file as it is; the tests and the `check` command parse it
+//! and replay it. The format, in full:
+//!
+//! ````markdown
+//! ```console
+//! $ cargo run --bin ch05-errors -- --max-body-bytes 1024
+//! ```
+//!
+//! ### A request gets its id back, with its type
+//!
+//! Any prose: it is shown in the book and ignored by the replay.
+//!
+//! ```http
+//! POST /mcp HTTP/1.1
+//! Content-Type: application/json
+//!
+//! {"jsonrpc": "2.0", "id": "7", "method": "ping"}
+//! ```
+//!
+//! ```http
+//! HTTP/1.1 200 OK
+//! Content-Type: application/json
+//!
+//! {"jsonrpc": "2.0", "id": "7", "result": {}}
+//! ```
+//! ````
+//!
+//! - The optional `console` block, before the first exchange, gives the flags the
+//!   server is started with (everything after `--`).
+//! - Each `### ` heading starts an exchange: the first `http` block under it is the
+//!   request, sent as written (the replay adds `Host` when it is absent and always
+//!   sets `Content-Length`); the second is the response expected.
+//! - A response lists only the headers that matter; each must be present with that
+//!   value (names compare case-insensitively). Other headers (`Date`, `Server`,
+//!   `Content-Length`) are not compared.
+//! - A JSON body compares as JSON: key order is free, values are exact. Any other body
+//!   compares as text; no body means the response must have none.
+
+use std::fmt;
+
+/// One transcript file, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    /// Flags the server is started with, from the `console` block.
+    pub server_args: Vec<String>,
+    pub exchanges: Vec<Exchange>,
+}
+
+/// One request and the response it must get.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    pub title: String,
+    /// The 1-based line of the `### ` heading, for error messages.
+    pub line: usize,
+    pub request: HttpRequest,
+    pub expected: HttpResponse,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl HttpRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        find_header(&self.headers, name)
+    }
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        find_header(&self.headers, name)
+    }
+}
+
+fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        .map(|(_, value)| value.as_str())
+}
+
+/// What is wrong with a transcript file, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// A fenced code block: its info string, its lines, and where it sits in the file.
+struct Block {
+    info: String,
+    /// 1-based line of the opening fence.
+    line: usize,
+    /// 0-based index of the first content line and one past the last.
+    content: std::ops::Range<usize>,
+}
+
+/// The pieces of a file the parser cares about, in order.
+enum Piece {
+    Heading { title: String, line: usize },
+    Block(Block),
+}
+
+fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
+    let mut pieces = Vec::new();
+    let mut index = 0;
+    while index < lines.len() {
+        let line = lines[index];
+        if let Some(title) = line.strip_prefix("### ") {
+            pieces.push(Piece::Heading { title: title.trim().to_string(), line: index + 1 });
+        } else if let Some(info) = line.strip_prefix("```") {
+            let start = index + 1;
+            let end = (start..lines.len())
+                .find(|&i| lines[i].trim_end() == "```")
+                .ok_or_else(|| ParseError { line: index + 1, message: "code block never closed".into() })?;
+            pieces.push(Piece::Block(Block { info: info.trim().to_string(), line: index + 1, content: start..end }));
+            index = end;
+        }
+        index += 1;
+    }
+    Ok(pieces)
+}
+
+/// Parse a transcript file.
+pub fn parse(text: &str) -> Result<Transcript, ParseError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut server_args = Vec::new();
+    let mut exchanges = Vec::new();
+    let mut current: Option<(String, usize, Vec<Block>)> = None;
+
+    let mut finish = |current: Option<(String, usize, Vec<Block>)>| -> Result<(), ParseError> {
+        let Some((title, line, blocks)) = current else { return Ok(()) };
+        let [request, response] = blocks.as_slice() else {
+            return Err(ParseError {
+                line,
+                message: format!("exchange {title:?} needs two http blocks (request, response), has {}", blocks.len()),
+            });
+        };
+        exchanges.push(Exchange {
+            title,
+            line,
+            request: parse_request(&lines[request.content.clone()], request.line)?,
+            expected: parse_response(&lines[response.content.clone()], response.line)?,
+        });
+        Ok(())
+    };
+
+    for piece in pieces(&lines)? {
+        match piece {
+            Piece::Heading { title, line } => {
+                finish(current.take())?;
+                current = Some((title, line, Vec::new()));
+            }
+            Piece::Block(block) if block.info == "http" => match current.as_mut() {
+                Some((_, _, blocks)) => blocks.push(block),
+                None => {
+                    return Err(ParseError { line: block.line, message: "http block before the first ### exchange".into() });
+                }
+            },
+            Piece::Block(block) if block.info == "console" && current.is_none() => {
+                server_args = parse_server_args(&lines[block.content.clone()]);
+            }
+            Piece::Block(_) => {} // other code blocks are illustration only
+        }
+    }
+    finish(current.take())?;
+    if exchanges.is_empty() {
+        return Err(ParseError { line: 1, message: "no exchange (### heading) found".into() });
+    }
+    Ok(Transcript { server_args, exchanges })
+}
+
+/// `$ cargo run --bin NAME -- --flag value`: the words after `--`.
+fn parse_server_args(lines: &[&str]) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|line| line.strip_prefix("$ "))
+        .filter_map(|command| command.split_once(" -- ").map(|(_, args)| args))
+        .flat_map(|args| args.split_whitespace().map(str::to_string))
+        .collect()
+}
+
+/// Split a block into its first line, its headers and its body.
+fn split_message<'a>(lines: &[&'a str], line: usize) -> Result<(&'a str, Vec<(String, String)>, String), ParseError> {
+    let Some((&first, rest)) = lines.split_first() else {
+        return Err(ParseError { line, message: "empty http block".into() });
+    };
+    let blank = rest.iter().position(|l| l.trim().is_empty()).unwrap_or(rest.len());
+    let mut headers = Vec::new();
+    for (offset, header) in rest[..blank].iter().enumerate() {
+        let (name, value) = header.split_once(':').ok_or_else(|| ParseError {
+            line: line + 2 + offset,
+            message: format!("header without a colon: {header:?}"),
+        })?;
+        headers.push((name.trim().to_string(), value.trim().to_string()));
+    }
+    let body = rest.get(blank + 1..).unwrap_or(&[]).join("\n");
+    Ok((first, headers, body))
+}
+
+fn parse_request(lines: &[&str], line: usize) -> Result<HttpRequest, ParseError> {
+    let (first, headers, body) = split_message(lines, line)?;
+    let mut words = first.split_whitespace();
+    let (Some(method), Some(path)) = (words.next(), words.next()) else {
+        return Err(ParseError { line: line + 1, message: format!("expected `METHOD /path HTTP/1.1`, got {first:?}") });
+    };
+    Ok(HttpRequest { method: method.to_string(), path: path.to_string(), headers, body })
+}
+
+fn parse_response(lines: &[&str], line: usize) -> Result<HttpResponse, ParseError> {
+    let (first, headers, body) = split_message(lines, line)?;
+    let status = first
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| ParseError { line: line + 1, message: format!("expected `HTTP/1.1 200 OK`, got {first:?}") })?;
+    Ok(HttpResponse { status, headers, body })
+}
+
+/// The reason phrase printed after a status code. Only for the reader: the replay
+/// compares the number.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        202 => "Accepted",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
+        500 => "Internal Server Error",
+        _ => "",
+    }
+}
+
+/// Write a response block as the transcript shows it.
+pub fn format_response(response: &HttpResponse) -> String {
+    let mut text = format!("HTTP/1.1 {} {}", response.status, reason(response.status)).trim_end().to_string();
+    for (name, value) in &response.headers {
+        text.push_str(&format!("\n{name}: {value}"));
+    }
+    if !response.body.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(&response.body);
+    }
+    text
+}
+
+/// Replace every exchange's response block with `responses[i]`, leaving everything
+/// else in the file as it was. This is how a transcript is blessed.
+pub fn replace_responses(text: &str, responses: &[HttpResponse]) -> Result<String, ParseError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut in_exchange = false;
+    let mut http_blocks_seen = 0;
+    let mut response_blocks = Vec::new();
+    for piece in pieces(&lines)? {
+        match piece {
+            Piece::Heading { .. } => {
+                in_exchange = true;
+                http_blocks_seen = 0;
+            }
+            Piece::Block(block) if in_exchange && block.info == "http" => {
+                http_blocks_seen += 1;
+                if http_blocks_seen == 2 {
+                    response_blocks.push(block.content);
+                }
+            }
+            Piece::Block(_) => {}
+        }
+    }
+    if response_blocks.len() != responses.len() {
+        return Err(ParseError {
+            line: 1,
+            message: format!("{} response blocks but {} responses", response_blocks.len(), responses.len()),
+        });
+    }
+    let mut out = String::new();
+    let mut next = 0;
+    for (range, response) in response_blocks.iter().zip(responses) {
+        for line in &lines[next..range.start] {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push_str(&format_response(response));
+        out.push('\n');
+        next = range.end;
+    }
+    for line in &lines[next..] {
+        out.push_str(line);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "Intro.\n\n```console\n$ cargo run --bin ch05-errors -- --max-body-bytes 1024\n```\n\n\
+### Ping\n\nProse.\n\n```http\nPOST /mcp HTTP/1.1\nContent-Type: application/json\n\n{\"id\": 1}\n```\n\n\
+```http\nHTTP/1.1 200 OK\nContent-Type: application/json\n\n{\n  \"id\": 1\n}\n```\n\n\
+### Notification\n\n```http\nPOST /mcp HTTP/1.1\n\n{}\n```\n\n```http\nHTTP/1.1 202 Accepted\n```\n";
+
+    #[test]
+    fn parses_exchanges_args_and_bodies() {
+        let transcript = parse(SAMPLE).unwrap();
+        assert_eq!(transcript.server_args, ["--max-body-bytes", "1024"]);
+        assert_eq!(transcript.exchanges.len(), 2);
+        let ping = &transcript.exchanges[0];
+        assert_eq!(ping.title, "Ping");
+        assert_eq!(ping.line, 7);
+        assert_eq!(ping.request.method, "POST");
+        assert_eq!(ping.request.header("content-type"), Some("application/json"));
+        assert_eq!(ping.request.body, "{\"id\": 1}");
+        assert_eq!(ping.expected.status, 200);
+        assert_eq!(ping.expected.body, "{\n  \"id\": 1\n}");
+        let notification = &transcript.exchanges[1];
+        assert_eq!(notification.expected.status, 202);
+        assert!(notification.expected.headers.is_empty());
+        assert_eq!(notification.expected.body, "");
+    }
+
+    #[test]
+    fn an_exchange_without_a_response_is_an_error() {
+        let error = parse("### Lonely\n\n```http\nGET /mcp HTTP/1.1\n```\n").unwrap_err();
+        assert_eq!(error.line, 1);
+        assert!(error.message.contains("two http blocks"), "{error}");
+    }
+
+    #[test]
+    fn replacing_responses_keeps_everything_else() {
+        let responses = [
+            HttpResponse { status: 200, headers: vec![("Content-Type".into(), "application/json".into())], body: "{\"id\": 2}".into() },
+            HttpResponse { status: 202, headers: vec![], body: String::new() },
+        ];
+        let blessed = replace_responses(SAMPLE, &responses).unwrap();
+        assert_eq!(blessed, SAMPLE.replace("{\n  \"id\": 1\n}\n```", "{\"id\": 2}\n```"));
+        assert_eq!(parse(&blessed).unwrap().exchanges[0].expected.body, "{\"id\": 2}");
+    }
+}

@@ -1,0 +1,66 @@
+//! Every chapter's transcript, replayed against the chapter's own binary over a
+//! real socket. A failure prints each exchange that differed, with a diff.
+
+use std::path::Path;
+
+use mcp_workbook::chapters::{self, CHAPTERS};
+use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::transcript;
+
+/// Start `binary` with the transcript's flags on port 0 and replay every exchange.
+fn replay_chapter(name: &str, binary: &str) {
+    let chapter = chapters::find(name).unwrap_or_else(|| panic!("{name} is not in chapters::CHAPTERS"));
+    let path = chapter.transcript_path();
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let transcript = transcript::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let server = RunningServer::start(Path::new(binary), &transcript.server_args).expect("server starts");
+
+    let outcomes = replay::replay(&transcript, server.address);
+    let failures: Vec<String> = outcomes.iter().filter(|o| !o.passed()).map(replay::explain).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} exchanges in {} differ:\n\n{}\nserver stderr:\n{}",
+        failures.len(),
+        outcomes.len(),
+        path.display(),
+        failures.join("\n"),
+        server.stderr()
+    );
+}
+
+/// One test per chapter, so `cargo test ch03` replays just that one.
+macro_rules! chapter_tests {
+    ($($test:ident => $name:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                replay_chapter($name, env!(concat!("CARGO_BIN_EXE_", $name)));
+            }
+        )*
+
+        /// The tests above and `chapters::CHAPTERS` name the same chapters.
+        #[test]
+        fn every_chapter_has_a_transcript_test() {
+            let tested: Vec<&str> = vec![$($name),*];
+            let listed: Vec<&str> = CHAPTERS.iter().map(|c| c.name).collect();
+            assert_eq!(tested, listed);
+        }
+    };
+}
+
+chapter_tests! {
+    ch01_envelope => "ch01-envelope",
+    ch02_handshake => "ch02-handshake",
+}
+
+/// Every folder under `chapters/` is a listed chapter, and the other way round.
+#[test]
+fn chapter_folders_match_the_list() {
+    let mut folders: Vec<String> = std::fs::read_dir(chapters::workbook_root().join("chapters"))
+        .expect("chapters/ exists")
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    folders.sort();
+    let listed: Vec<String> = CHAPTERS.iter().map(|c| c.name.to_string()).collect();
+    assert_eq!(folders, listed);
+}
