@@ -42,10 +42,7 @@ pub struct Response {
 impl Request {
     /// The first header with this name. HTTP header names are case-insensitive.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
+        self.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
     }
 }
 
@@ -57,9 +54,7 @@ impl Response {
 
     /// A response whose body is `body`, labelled `Content-Type: application/json`.
     pub fn json(status: u16, body: String) -> Response {
-        Response::empty(status)
-            .with_header("Content-Type", "application/json")
-            .with_body(body.into_bytes())
+        Response::empty(status).with_header("Content-Type", "application/json").with_body(body.into_bytes())
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Response {
@@ -131,8 +126,7 @@ where
             // A bug in a handler must not take the whole server down: answer 500 and
             // go on to the next request. (Chapter 5 catches tool panics earlier, so
             // that the client gets a JSON-RPC error with its id.)
-            catch_unwind(AssertUnwindSafe(|| handler(&request)))
-                .unwrap_or_else(|_| Response::empty(500))
+            catch_unwind(AssertUnwindSafe(|| handler(&request))).unwrap_or_else(|_| Response::empty(500))
         }
         Err(BodyError::TooLarge) => too_large(config.max_body_bytes),
         Err(BodyError::Io) => return, // the client went away mid-body: nobody to answer
@@ -156,10 +150,7 @@ fn read_request(raw: &mut tiny_http::Request, limit: usize) -> Result<Request, B
     }
     let mut body = Vec::new();
     // A chunked body has no declared length: read one byte past the limit to tell.
-    raw.as_reader()
-        .take(limit as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|_| BodyError::Io)?;
+    raw.as_reader().take(limit as u64 + 1).read_to_end(&mut body).map_err(|_| BodyError::Io)?;
     if body.len() > limit {
         return Err(BodyError::TooLarge);
     }

@@ -193,10 +193,20 @@ fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
 /// One way an actual response differs from the expected one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mismatch {
-    Status { expected: u16, actual: u16 },
-    Header { name: String, expected: String, actual: Option<String> },
+    Status {
+        expected: u16,
+        actual: u16,
+    },
+    Header {
+        name: String,
+        expected: String,
+        actual: Option<String>,
+    },
     /// Both sides pretty-printed (JSON with sorted keys), ready to diff.
-    Body { expected: String, actual: String },
+    Body {
+        expected: String,
+        actual: String,
+    },
 }
 
 // ANCHOR: compare

@@ -86,10 +86,7 @@ impl HttpResponse {
 }
 
 fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(key, _)| key.eq_ignore_ascii_case(name))
-        .map(|(_, value)| value.as_str())
+    headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
 }
 
 /// What is wrong with a transcript file, and where.
@@ -175,7 +172,10 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
             Piece::Block(block) if block.info == "http" => match current.as_mut() {
                 Some((_, _, blocks)) => blocks.push(block),
                 None => {
-                    return Err(ParseError { line: block.line, message: "http block before the first ### exchange".into() });
+                    return Err(ParseError {
+                        line: block.line,
+                        message: "http block before the first ### exchange".into(),
+                    });
                 }
             },
             Piece::Block(block) if block.info == "console" && current.is_none() => {
@@ -201,8 +201,11 @@ fn parse_server_args(lines: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// A block split into its first line, its headers and its body.
+type MessageParts<'a> = (&'a str, Vec<(String, String)>, String);
+
 /// Split a block into its first line, its headers and its body.
-fn split_message<'a>(lines: &[&'a str], line: usize) -> Result<(&'a str, Vec<(String, String)>, String), ParseError> {
+fn split_message<'a>(lines: &[&'a str], line: usize) -> Result<MessageParts<'a>, ParseError> {
     let Some((&first, rest)) = lines.split_first() else {
         return Err(ParseError { line, message: "empty http block".into() });
     };
@@ -354,7 +357,11 @@ mod tests {
     #[test]
     fn replacing_responses_keeps_everything_else() {
         let responses = [
-            HttpResponse { status: 200, headers: vec![("Content-Type".into(), "application/json".into())], body: "{\"id\": 2}".into() },
+            HttpResponse {
+                status: 200,
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: "{\"id\": 2}".into(),
+            },
             HttpResponse { status: 202, headers: vec![], body: String::new() },
         ];
         let blessed = replace_responses(SAMPLE, &responses).unwrap();
