@@ -223,7 +223,7 @@ fn tools_list(params: Option<&Value>) -> Result<Value, RpcError> {
     // cursor back for the next page. This server's list is one page, so it never hands
     // out a cursor, and any cursor it receives is one it did not issue.
     match params.and_then(|p| p.get("cursor")) {
-        None => Ok(json!({ "tools": tools() })),
+        None => Ok(json!({ "tools": tools().into_iter().map(|tool| tool.definition).collect::<Vec<_>>() })),
         Some(Value::String(cursor)) => {
             Err(RpcError::invalid_params(&format!("unknown cursor {cursor:?}: this server issues no cursors")))
         }
@@ -237,56 +237,66 @@ fn tools_list(params: Option<&Value>) -> Result<Value, RpcError> {
 // ---------------------------------------------------------------------------
 
 // ANCHOR: tools
-/// Every tool this server offers, as `tools/list` shows it. The host hands these
-/// definitions to the model, and they are all the model knows of a tool: it calls a
-/// tool when the `description` matches what the user asked, and fills in the
-/// arguments from `inputSchema`, property descriptions included.
-fn tools() -> Vec<Value> {
+/// A tool: its definition, as `tools/list` shows it. (Chapter 4 adds the function
+/// that runs it.)
+struct Tool {
+    definition: Value,
+}
+
+/// Every tool this server offers. The host hands the definitions to the model, and
+/// they are all the model knows of a tool: it calls a tool when the `description`
+/// matches what the user asked, and fills in the arguments from `inputSchema`,
+/// property descriptions included.
+fn tools() -> Vec<Tool> {
     vec![
-        json!({
-            "name": "PingME",
-            "title": "Ping me",
-            "description": "Checks that this MCP server is reachable: it answers with the single word \
-                BISMILLAH. Call it when the user asks to ping or test this server or the connection to it. \
-                Do not call it for anything else: it takes no input and returns no information.",
-            // No arguments: an object with no properties, and no others allowed.
-            "inputSchema": { "type": "object", "additionalProperties": false },
-        }),
-        json!({
-            "name": "calculate_overtime",
-            "title": "Calculate overtime pay",
-            "description": "Calculates the gross pay for one day's work, overtime included. On a weekday \
-                the first 8 hours are paid at the hourly rate and each further hour at 1.5 times the rate; \
-                every hour on a Saturday is paid at 1.5 times, on a Sunday at 2 times and on a public \
-                holiday at 2.5 times. Call it when the user asks what a day's work pays or how much of it \
-                is overtime. Do not call it for a whole week or month (call it once per day), for salaried \
-                staff, or for taxes and deductions: it computes gross pay only.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "hours": {
-                        "type": "number",
-                        "minimum": 0,
-                        "maximum": 24,
-                        "description": "Hours worked on that day, for example 10 or 7.5.",
+        Tool {
+            definition: json!({
+                "name": "PingME",
+                "title": "Ping me",
+                "description": "Checks that this MCP server is reachable: it answers with the single word \
+                    BISMILLAH. Call it when the user asks to ping or test this server or the connection to it. \
+                    Do not call it for anything else: it takes no input and returns no information.",
+                // No arguments: an object with no properties, and no others allowed.
+                "inputSchema": { "type": "object", "additionalProperties": false },
+            }),
+        },
+        Tool {
+            definition: json!({
+                "name": "calculate_overtime",
+                "title": "Calculate overtime pay",
+                "description": "Calculates the gross pay for one day's work, overtime included. On a weekday \
+                    the first 8 hours are paid at the hourly rate and each further hour at 1.5 times the rate; \
+                    every hour on a Saturday is paid at 1.5 times, on a Sunday at 2 times and on a public \
+                    holiday at 2.5 times. Call it when the user asks what a day's work pays or how much of it \
+                    is overtime. Do not call it for a whole week or month (call it once per day), for salaried \
+                    staff, or for taxes and deductions: it computes gross pay only.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "hours": {
+                            "type": "number",
+                            "minimum": 0,
+                            "maximum": 24,
+                            "description": "Hours worked on that day, for example 10 or 7.5.",
+                        },
+                        "rate": {
+                            "type": "number",
+                            "minimum": 0,
+                            "description": "The hourly base rate, in the user's currency, for example 20. \
+                                The tool does not convert currencies.",
+                        },
+                        "dayType": {
+                            "type": "string",
+                            "enum": ["weekday", "saturday", "sunday", "holiday"],
+                            "description": "The kind of day the hours were worked on. Use `holiday` for a \
+                                public holiday, whatever day of the week it falls on.",
+                        },
                     },
-                    "rate": {
-                        "type": "number",
-                        "minimum": 0,
-                        "description": "The hourly base rate, in the user's currency, for example 20. \
-                            The tool does not convert currencies.",
-                    },
-                    "dayType": {
-                        "type": "string",
-                        "enum": ["weekday", "saturday", "sunday", "holiday"],
-                        "description": "The kind of day the hours were worked on. Use `holiday` for a \
-                            public holiday, whatever day of the week it falls on.",
-                    },
+                    "required": ["hours", "rate", "dayType"],
+                    "additionalProperties": false,
                 },
-                "required": ["hours", "rate", "dayType"],
-                "additionalProperties": false,
-            },
-        }),
+            }),
+        },
     ]
 }
 // ANCHOR_END: tools
