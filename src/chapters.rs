@@ -16,6 +16,8 @@ pub struct Chapter {
 pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 1, name: "ch01-envelope", title: "The JSON-RPC envelope" },
     Chapter { number: 2, name: "ch02-handshake", title: "The initialize handshake" },
+    Chapter { number: 9, name: "ch09-stdio", title: "stdio" },
+    Chapter { number: 10, name: "ch10-starter", title: "The starter" },
 ];
 
 impl Chapter {

@@ -5,14 +5,16 @@
 //! cargo run -- check 3           build chapter 3, start it, replay its transcript
 //! cargo run -- check 3 --url U   replay chapter 3's transcript against a server you run
 //! cargo run -- bless 3           rewrite chapter 3's transcript from what it answers now
+//! cargo run -- starter DIR       write the starter (chapter 10) as a new crate in DIR
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::{Parser, Subcommand};
 use mcp_workbook::chapters::{self, Chapter};
 use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::starter;
 use mcp_workbook::transcript::{self, Transcript};
 
 #[derive(Parser)]
@@ -40,6 +42,16 @@ enum Action {
         /// Chapter number or name.
         chapter: String,
     },
+    /// Write the starter (chapter 10) as a new crate in DIR: your own MCP server,
+    /// depending on clap, serde, serde_json and tiny_http only.
+    #[command(visible_alias = "new")]
+    Starter {
+        /// Folder to create; it must not exist or be empty.
+        dir: PathBuf,
+        /// The crate's (and its binary's) name. Default: the folder's name.
+        #[arg(long)]
+        name: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -53,6 +65,7 @@ fn main() -> ExitCode {
         }
         Action::Check { chapter, url } => with_chapter(&chapter).and_then(|c| check(c, url.as_deref())),
         Action::Bless { chapter } => with_chapter(&chapter).and_then(bless),
+        Action::Starter { dir, name } => write_starter(&dir, name.as_deref()),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -182,5 +195,18 @@ fn bless(chapter: &Chapter) -> Result<bool, String> {
     std::fs::write(&path, &blessed).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     let changed = blessed != text;
     println!("{} {}", if changed { "rewrote" } else { "unchanged:" }, path.display());
+    Ok(true)
+}
+
+fn write_starter(dir: &Path, name: Option<&str>) -> Result<bool, String> {
+    let name = starter::write(dir, name)?;
+    println!("wrote the starter crate {name:?} to {}", dir.display());
+    println!("  Cargo.toml  Cargo.lock  src/main.rs  src/http.rs  .gitignore\n");
+    println!("next:");
+    println!("  cd {}", dir.display());
+    println!("  cargo run                  # serves http://127.0.0.1:8080/mcp");
+    println!("  cargo run -- --help        # every flag");
+    println!("  cargo run -- --stdio       # over stdin/stdout, as Claude Desktop starts it");
+    println!("your tools go in src/main.rs, under `YOUR TOOLS`; the book's chapter 10 adds one step by step.");
     Ok(true)
 }

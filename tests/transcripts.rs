@@ -59,6 +59,8 @@ macro_rules! chapter_tests {
 chapter_tests! {
     ch01_envelope => "ch01-envelope",
     ch02_handshake => "ch02-handshake",
+    ch09_stdio => "ch09-stdio",
+    ch10_starter => "ch10-starter",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
