@@ -59,6 +59,8 @@ macro_rules! chapter_tests {
 chapter_tests! {
     ch01_envelope => "ch01-envelope",
     ch02_handshake => "ch02-handshake",
+    ch03_tools_list => "ch03-tools-list",
+    ch04_tools_call => "ch04-tools-call",
     ch09_stdio => "ch09-stdio",
     ch10_starter => "ch10-starter",
 }
