@@ -9,7 +9,7 @@ per scenario with a `checks.json`). LABEL names the column, e.g. `3` for chapter
 
 A scenario passes when none of its checks is a FAILURE, as the suite's own summary
 counts it (✓). One that passes with a WARNING gets ⚠: a SHOULD the server skips. Checks
-are counted as the suite's `Total:` line counts them: SUCCESS passed, FAILURE failed.
+are counted as the suite's summary counts them (SUCCESS passed, FAILURE failed).
 With the alpha line's `--requirements`, scenarios the suite lists as "Not scored"
 (extensions, pending) are left out of the scores, as they are out of its exit code.
 
@@ -30,30 +30,35 @@ class Run:
     def __init__(self, label: str, folder: Path):
         self.label = label
         stdout = (folder / "stdout.txt").read_text(encoding="utf-8")
-        # The summary lists every scenario that ran, in the suite's order.
+        # The summary: every scenario that ran, in the suite's order, with its counts.
         summary = stdout.split("=== SUMMARY ===", 1)[-1]
-        self.order = re.findall(r"^[✓✗] (\S+): \d+ passed, \d+ failed$", summary, re.M)
+        lines = re.findall(r"^[✓✗] (\S+): (\d+) passed, (\d+) failed$", summary, re.M)
+        if not lines:
+            sys.exit(f"scores.py: {folder}/stdout.txt: no summary")
+        self.order = [name for name, _, _ in lines]
+        self.counts = {name: (int(p), int(f)) for name, p, f in lines}
         not_scored = stdout.split("Not scored for", 1)[1] if "Not scored for" in stdout else ""
         self.not_scored = set(re.findall(r"^\s+[✓✗] (\S+) \(", not_scored, re.M))
-        self.checks: dict[str, list[dict]] = {}
+        # The checks, for the WARNINGs the summary does not show. A scenario that crashed
+        # has no checks.json; the summary counts it as one failed check.
+        self.statuses: dict[str, set[str]] = {}
         for path in (folder / "checks").glob("*/checks.json"):
             scenario = re.sub(r"^server-|-\d{4}-\d\d-\d\dT[\d-]+Z$", "", path.parent.name)
-            self.checks[scenario] = json.loads(path.read_text(encoding="utf-8"))
-        missing = [s for s in self.order if s not in self.checks]
-        if not self.order or missing:
-            sys.exit(f"scores.py: {folder}: no summary, or no checks.json for {missing}")
+            self.statuses[scenario] = {c["status"] for c in json.loads(path.read_text(encoding="utf-8"))}
 
     def scored(self) -> list[str]:
         return [s for s in self.order if s not in self.not_scored]
 
     def verdict(self, scenario: str) -> str:
-        statuses = {c["status"] for c in self.checks.get(scenario, [])}
-        if scenario not in self.checks:
+        if scenario not in self.counts:
             return ""
-        return FAIL if "FAILURE" in statuses else WARN if "WARNING" in statuses else PASS
+        if self.counts[scenario][1]:
+            return FAIL
+        return WARN if "WARNING" in self.statuses.get(scenario, set()) else PASS
 
-    def count(self, status: str) -> int:
-        return sum(c["status"] == status for s in self.scored() for c in self.checks[s])
+    def checks(self, index: int) -> int:
+        """Checks passed (index 0) or failed (1) over the scored scenarios."""
+        return sum(self.counts[s][index] for s in self.scored())
 
 
 def table(title: str, runs: list[Run]) -> str:
@@ -67,7 +72,7 @@ def table(title: str, runs: list[Run]) -> str:
         passing = [s for s in run.scored() if run.verdict(s) != FAIL]
         was = [s for s in previous.scored() if previous.verdict(s) != FAIL] if previous else []
         changes = [f"+{s}" for s in passing if s not in was] + [f"−{s}" for s in was if s not in passing]
-        row = [run.label, f"{len(passing)} / {len(run.scored())}", str(run.count("SUCCESS")), str(run.count("FAILURE"))]
+        row = [run.label, f"{len(passing)} / {len(run.scored())}", str(run.checks(0)), str(run.checks(1))]
         out.append("| " + " | ".join(row + [", ".join(changes)]) + " |")
         previous = run
     out.append("")
