@@ -61,6 +61,8 @@ chapter_tests! {
     ch02_handshake => "ch02-handshake",
     ch03_tools_list => "ch03-tools-list",
     ch04_tools_call => "ch04-tools-call",
+    ch05_errors => "ch05-errors",
+    ch06_structured_output => "ch06-structured-output",
     ch09_stdio => "ch09-stdio",
     ch10_starter => "ch10-starter",
 }
