@@ -55,6 +55,7 @@ chapter_tests! {
     ch04_tools_call => "ch04-tools-call",
     ch05_errors => "ch05-errors",
     ch06_structured_output => "ch06-structured-output",
+    ch07_hardening => "ch07-hardening",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
