@@ -56,6 +56,7 @@ chapter_tests! {
     ch05_errors => "ch05-errors",
     ch06_structured_output => "ch06-structured-output",
     ch07_hardening => "ch07-hardening",
+    ch08_stateless => "ch08-stateless",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
