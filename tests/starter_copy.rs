@@ -111,7 +111,8 @@ fn replay_starter_transcript(binary: &Path) {
     let server = RunningServer::start(binary, &transcript.server_args).expect("the copy starts");
     let mut failures: Vec<String> =
         replay::replay(&transcript, server.address).iter().filter(|o| !o.passed()).map(replay::explain).collect();
-    failures.extend(replay::replay_stdio(&transcript, binary).iter().filter(|o| !o.passed()).map(replay::explain_stdio));
+    failures
+        .extend(replay::replay_stdio(&transcript, binary).iter().filter(|o| !o.passed()).map(replay::explain_stdio));
     assert!(
         failures.is_empty(),
         "the copy differs from {} in {} exchanges:\n\n{}\nHTTP server stderr:\n{}",
