@@ -137,13 +137,21 @@ fn check(chapter: &Chapter, url: Option<&str>) -> Result<bool, String> {
     if !transcript.stdio.is_empty() {
         if url.is_some() {
             // A URL reaches a server over HTTP only; stdio needs a process to start.
-            println!("\n(skipped {} stdio exchanges: they start the chapter's binary, not a URL)", transcript.stdio.len());
+            println!(
+                "\n(skipped {} stdio exchanges: they start the chapter's binary, not a URL)",
+                transcript.stdio.len()
+            );
         } else {
             if transcript.exchanges.is_empty() {
                 build(chapter)?;
             }
             let binary = binary_path(chapter.name);
-            println!("\nChecking {} over stdio: {} {}\n", chapter.name, chapter.name, transcript.stdio_args().join(" "));
+            println!(
+                "\nChecking {} over stdio: {} {}\n",
+                chapter.name,
+                chapter.name,
+                transcript.stdio_args().join(" ")
+            );
             for outcome in replay::replay_stdio(&transcript, &binary) {
                 let report = if outcome.passed() {
                     format!("✓ {}\n", outcome.exchange.title)

@@ -699,8 +699,7 @@ mod tests {
         assert_eq!(failing.stderr, "oops\n");
 
         // One that ignores the end of its input is killed and reported.
-        let stuck =
-            run_stdio_within(Path::new("sleep"), &["5".into()], &[], Duration::from_millis(100)).unwrap();
+        let stuck = run_stdio_within(Path::new("sleep"), &["5".into()], &[], Duration::from_millis(100)).unwrap();
         assert_eq!(stuck.exit, None);
         assert_eq!(compare_stdio(&[], &stuck), [StdioMismatch::DidNotExit]);
     }

@@ -97,7 +97,8 @@ pub fn main_for_copy(chapter: &str) -> Result<String, String> {
         return Err(format!("{CHAPTER}/main.rs must hold the line `{IMPORT_IN_WORKBOOK}` exactly once"));
     }
     let copy = without_anchors(chapter).replacen(IMPORT_IN_WORKBOOK, IMPORT_IN_COPY, 1);
-    if let Some(line) = copy.lines().find(|line| !line.trim_start().starts_with("//") && line.contains("mcp_workbook")) {
+    if let Some(line) = copy.lines().find(|line| !line.trim_start().starts_with("//") && line.contains("mcp_workbook"))
+    {
         return Err(format!("{CHAPTER}/main.rs uses the workbook beyond its HTTP base: {line:?}"));
     }
     Ok(copy)
