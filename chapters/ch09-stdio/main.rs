@@ -232,7 +232,9 @@ fn serve_stdio(tools: &[Tool]) -> io::Result<()> {
 /// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
 /// them. A notification, a response or a blank line gets no line back.
 fn handle_line(line: &[u8], tools: &[Tool]) -> Option<Vec<u8>> {
-    if line.trim_ascii().is_empty() {
+    // The `\n` that ends the line (and a `\r` before it) is framing, not message.
+    let line = line.trim_ascii();
+    if line.is_empty() {
         return None; // a blank line holds no message, so there is nothing to answer
     }
     let response = match parse_message(line) {
