@@ -12,7 +12,8 @@ non-zero if anything failed.
 Arguments for the calls: a JSON object mapping tool name -> arguments object, from
 `--args-file FILE` and/or `--args NAME=JSON` (repeatable, wins over the file). A tool that
 is listed by the server but has no entry is called with `{}`. A tool named in the
-mapping that the server does not list is a failure (it catches a renamed tool).
+mapping that the server does not list is a failure (it catches a renamed tool), unless
+`--skip-unlisted`.
 
 Modes (the SDK's `Client(mode=...)`):
   legacy      `initialize` handshake (2025-11-25) only
@@ -72,6 +73,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="this tool must answer isError: true (repeatable)",
     )
     p.add_argument("--only", action="append", default=[], metavar="NAME", help="call only these tools (repeatable)")
+    p.add_argument(
+        "--skip-unlisted",
+        action="store_true",
+        help="a tool named in the arguments but not listed by the server is skipped, not a failure "
+        "(for one arguments file shared by servers with different tools)",
+    )
     p.add_argument(
         "--header",
         action="append",
@@ -173,6 +180,9 @@ async def run(ns: argparse.Namespace) -> int:
 
             listed = {t.name for t in tools}
             for name in sorted(set(arguments) - listed):
+                if ns.skip_unlisted:
+                    print(f"skip {name}: named in the arguments, not listed by this server")
+                    continue
                 print(f"FAIL {name}: named in the arguments but not listed by the server")
                 failures += 1
             for name in sorted(expect_error - listed):
