@@ -1,17 +1,25 @@
 //! `workbook`: the workbook's own command line.
 //!
 //! ```text
-//! cargo run -- list              the chapters
-//! cargo run -- check 3           build chapter 3, start it, replay its transcript
-//! cargo run -- check 3 --url U   replay chapter 3's transcript against a server you run
-//! cargo run -- bless 3           rewrite chapter 3's transcript from what it answers now
+//! cargo run -- list                   the chapters
+//! cargo run -- check 3                build your exercise for chapter 3, start it, replay
+//!                                     the chapter's transcript and say what to fix
+//! cargo run -- check 3 --solution     the same against the chapter's own server
+//! cargo run -- check 3 --url U        the same against a server you started yourself
+//! cargo run -- bless 3                rewrite chapter 3's transcript from what it answers now
 //! ```
+//!
+//! `check` exits 0 when every exchange matches, 1 when some do not, 2 when it could
+//! not check at all (the exercise does not compile, the server does not start).
 
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use mcp_workbook::chapters::{self, Chapter};
+use mcp_workbook::check::{self, Target};
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::transcript::{self, Transcript};
 
@@ -26,11 +34,14 @@ struct Cli {
 enum Action {
     /// List the chapters.
     List,
-    /// Replay a chapter's transcript against its server and report each exchange.
+    /// Check your exercise: start it, replay the chapter's transcript, say what to fix.
     Check {
         /// Chapter number or name: `1`, `ch01`, `ch01-envelope`.
         chapter: String,
-        /// Talk to a server already running at this URL instead of starting one.
+        /// Check the chapter's own server (the solution) instead of your exercise.
+        #[arg(long, conflicts_with = "url")]
+        solution: bool,
+        /// Check a server you started yourself, at this URL (`http://127.0.0.1:8080/mcp`).
         #[arg(long)]
         url: Option<String>,
     },
@@ -51,7 +62,14 @@ fn main() -> ExitCode {
             }
             Ok(true)
         }
-        Action::Check { chapter, url } => with_chapter(&chapter).and_then(|c| check(c, url.as_deref())),
+        Action::Check { chapter, solution, url } => {
+            let target = match (solution, url) {
+                (_, Some(url)) => Target::Url(url),
+                (true, None) => Target::Solution,
+                (false, None) => Target::Exercise,
+            };
+            with_chapter(&chapter).and_then(|c| check(c, &target))
+        }
         Action::Bless { chapter } => with_chapter(&chapter).and_then(bless),
     };
     match result {
@@ -75,18 +93,21 @@ fn load_transcript(chapter: &Chapter) -> Result<(String, Transcript), String> {
     Ok((text, parsed))
 }
 
-/// Build the chapter's binary (so the check never runs stale code) and start it.
-fn start(chapter: &Chapter, transcript: &Transcript) -> Result<RunningServer, String> {
+/// Build a binary (so the check never runs stale code) and start it with the
+/// transcript's flags.
+fn start(binary: &str, transcript: &Transcript) -> Result<RunningServer, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--quiet", "--bin", chapter.name])
+        .args(["build", "--quiet", "--bin", binary])
         .current_dir(chapters::workbook_root())
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
-        return Err(format!("{} does not build (the compiler's message is above)", chapter.name));
+        return Err(format!(
+            "{binary} does not compile. The compiler's messages are above: start with the first error."
+        ));
     }
-    RunningServer::start(&binary_path(chapter.name), &transcript.server_args).map_err(|e| e.to_string())
+    RunningServer::start(&binary_path(binary), &transcript.server_args).map_err(|e| e.to_string())
 }
 
 /// Chapter binaries sit next to this one, in `target/debug` (or `release`).
@@ -95,34 +116,40 @@ fn binary_path(name: &str) -> PathBuf {
     me.with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
-fn check(chapter: &Chapter, url: Option<&str>) -> Result<bool, String> {
+fn check(chapter: &Chapter, target: &Target) -> Result<bool, String> {
     let (_, transcript) = load_transcript(chapter)?;
-    let server;
-    let address = match url {
-        Some(url) => replay::address_of_url(url).ok_or_else(|| format!("not an http://HOST:PORT URL: {url}"))?,
-        None => {
-            server = start(chapter, &transcript)?;
-            server.address
-        }
+    let server = match target {
+        Target::Exercise => Some(start(&chapter.exercise_binary(), &transcript)?),
+        Target::Solution => Some(start(chapter.name, &transcript)?),
+        Target::Url(_) => None,
     };
-    println!("Checking {} against http://{address}/mcp\n", chapter.name);
-    let outcomes = replay::replay(&transcript, address);
-    for outcome in &outcomes {
-        if outcome.passed() {
-            println!("✓ {}", outcome.exchange.title);
-        } else {
-            print!("{}", replay::explain(outcome));
+    let address = match (&server, target) {
+        (Some(server), _) => server.address,
+        (None, Target::Url(url)) => {
+            let address =
+                replay::address_of_url(url).ok_or_else(|| format!("not an http://HOST:PORT/mcp URL: {url}"))?;
+            if TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_err() {
+                return Err(format!(
+                    "nothing answers at {url}. Start your server first, in another terminal: \
+                     `cargo run --bin {} -- --bind {address}{}`",
+                    chapter.exercise_binary(),
+                    transcript.server_args.iter().map(|arg| format!(" {arg}")).collect::<String>()
+                ));
+            }
+            address
         }
-    }
-    let passed = outcomes.iter().filter(|o| o.passed()).count();
-    let failed = outcomes.len() - passed;
-    println!("\n{passed} passed, {failed} failed");
-    Ok(failed == 0)
+        (None, _) => unreachable!("the check starts every server but a --url one"),
+    };
+    println!("{}", check::heading(chapter, target, address, transcript.exchanges.len()));
+    let results = check::run(&transcript, address, server.as_ref());
+    print!("{}", check::render(&results, target));
+    print!("{}", check::summary(chapter, target, &results));
+    Ok(check::all_passed(&results))
 }
 
 fn bless(chapter: &Chapter) -> Result<bool, String> {
     let (text, transcript) = load_transcript(chapter)?;
-    let server = start(chapter, &transcript)?;
+    let server = start(chapter.name, &transcript)?;
     let mut recorded = Vec::new();
     for exchange in &transcript.exchanges {
         let actual = replay::send(server.address, &exchange.request)
