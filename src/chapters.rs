@@ -17,6 +17,8 @@ pub struct Chapter {
 pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 1, name: "ch01-envelope", title: "The JSON-RPC envelope" },
     Chapter { number: 2, name: "ch02-handshake", title: "The initialize handshake" },
+    Chapter { number: 3, name: "ch03-tools-list", title: "tools/list: offering tools" },
+    Chapter { number: 4, name: "ch04-tools-call", title: "tools/call: running tools" },
 ];
 
 impl Chapter {

@@ -51,6 +51,8 @@ macro_rules! chapter_tests {
 chapter_tests! {
     ch01_envelope => "ch01-envelope",
     ch02_handshake => "ch02-handshake",
+    ch03_tools_list => "ch03-tools-list",
+    ch04_tools_call => "ch04-tools-call",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
