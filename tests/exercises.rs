@@ -194,6 +194,8 @@ macro_rules! exercise_tests {
 exercise_tests! {
     ch01_envelope => "ch01-envelope",
     ch02_handshake => "ch02-handshake",
+    ch03_tools_list => "ch03-tools-list",
+    ch04_tools_call => "ch04-tools-call",
 }
 
 /// The check prints a hint for every exchange a learner gets wrong.
