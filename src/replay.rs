@@ -256,6 +256,7 @@ pub enum Strictness {
     Exact,
     Learner,
 }
+// ANCHOR_END: strictness
 
 /// A difference that does not fail an exchange under [`Strictness::Learner`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -295,7 +296,6 @@ fn error_message_note(expected: &HttpResponse, actual: &HttpResponse) -> Option<
     let note = Note { path: "error.message", expected: expected_message.to_string(), actual: actual_message };
     Some((note, HttpResponse { body: actual_body.to_string(), ..actual.clone() }))
 }
-// ANCHOR_END: strictness
 
 /// JSON pretty-printed with sorted keys (so two bodies line up for a diff); anything
 /// else as it is.

@@ -216,6 +216,24 @@ fn every_exchange_has_a_hint() {
     );
 }
 
+/// A Windows checkout without developer mode turns a symbolic link into a small text
+/// file, and the room's first hour goes to that. The workbook tracks none; keep it so.
+/// (Installed tools, such as `tests/interop/.venv`, may hold links: they are not tracked.)
+#[test]
+fn the_workbook_tracks_no_symlinks() {
+    let Ok(output) =
+        std::process::Command::new("git").args(["ls-files", "--stage"]).current_dir(chapters::workbook_root()).output()
+    else {
+        return; // no git: not a checkout, nothing to check
+    };
+    let links: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| line.starts_with("120000 "))
+        .map(|line| line.split('\t').nth(1).unwrap_or(line).to_string())
+        .collect();
+    assert!(links.is_empty(), "tracked symbolic links (replace each with the file itself): {links:?}");
+}
+
 #[test]
 fn the_todo_matcher_catches_drift() {
     let main = "fn a() {\n    1\n}\n\nfn b() {\n    2\n}\n";
