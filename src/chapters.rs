@@ -19,6 +19,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 2, name: "ch02-handshake", title: "The initialize handshake" },
     Chapter { number: 3, name: "ch03-tools-list", title: "tools/list: offering tools" },
     Chapter { number: 4, name: "ch04-tools-call", title: "tools/call: running tools" },
+    Chapter { number: 5, name: "ch05-errors", title: "Errors: three layers of failure" },
 ];
 
 impl Chapter {

@@ -7,15 +7,24 @@
 //! 3. hands that value to the chapter's handler, a pure function, and writes the
 //!    [`Response`] value it returns back to the socket.
 //!
+//! One wrinkle: `tiny_http` 0.12 cannot drop a request whose body it has not read
+//! without first reading the rest, into a buffer the size the client declared. A
+//! request that declares 100 GB would abort the process. So a small door (see
+//! [`door`]) stands in front of `tiny_http`: it reads each request's headers itself,
+//! answers `413` to a declared length over the limit without reading the body, and
+//! passes every other request through.
+//!
 //! All MCP knowledge lives in the chapters. This file depends on nothing but the
 //! standard library and `tiny_http`, so the starter (chapter 10) can carry a copy of it
 //! into a crate of your own.
 
 // ANCHOR: types
-use std::io::{self, Read};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 /// An HTTP request, as the chapter's handler sees it: plain data, no socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,9 +103,18 @@ pub fn serve<H>(bind: &str, config: Config, handler: H) -> io::Result<()>
 where
     H: Fn(&Request) -> Response + Send + Sync + 'static,
 {
-    let server = tiny_http::Server::http(bind).map_err(io::Error::other)?;
-    let address = server.server_addr().to_ip().expect("a TCP address");
-    println!("listening on http://{address}/mcp");
+    // Clients connect to the door; `tiny_http` listens behind it, on a loopback port
+    // of its own.
+    let listener = TcpListener::bind(bind)?;
+    let server = tiny_http::Server::http("127.0.0.1:0").map_err(io::Error::other)?;
+    let inner = server.server_addr().to_ip().expect("a TCP address");
+    println!("listening on http://{}/mcp", listener.local_addr()?);
+    let limit = config.max_body_bytes;
+    thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            thread::spawn(move || door(client, inner, limit));
+        }
+    });
 
     let server = Arc::new(server);
     let handler = Arc::new(handler);
@@ -178,6 +196,103 @@ fn too_large(limit: usize) -> Response {
     // next request on this connection.
     Response::json(413, body).with_header("Connection", "close")
 }
+
+// ANCHOR: door
+/// One client connection, in front of `tiny_http`: read the request's headers; if
+/// they declare a body over `limit`, answer `413` and close without reading it;
+/// otherwise relay the request to `tiny_http` and its response back, and close.
+///
+/// The door serves one request per connection and says so (`Connection: close`), so
+/// it never has to find where one request ends and the next begins.
+fn door(client: TcpStream, inner: SocketAddr, limit: usize) {
+    // A client that stops sending halfway through its headers or body is let go.
+    let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
+    let Ok(reader) = client.try_clone() else { return };
+    let mut from_client = BufReader::new(reader);
+    let Some(head) = read_head(&mut from_client) else { return };
+    let mut to_client = client;
+
+    if declared_length(&head).is_some_and(|length| length > limit) {
+        let _ = to_client.write_all(&raw_response(&too_large(limit)));
+        // Dropping the socket closes it; the body is never read. Shutting down our side
+        // first lets the client read the whole answer before it sees the close.
+        let _ = to_client.shutdown(Shutdown::Write);
+        return;
+    }
+
+    let Ok(mut to_inner) = TcpStream::connect(inner) else { return };
+    let Ok(from_inner) = to_inner.try_clone() else { return };
+    if to_inner.write_all(&with_connection_close(&head)).is_err() {
+        return;
+    }
+    // The body (or whatever the client sends) flows to `tiny_http` on its own thread,
+    // while the response flows back on this one.
+    thread::spawn(move || {
+        let _ = io::copy(&mut from_client, &mut to_inner);
+    });
+    let mut from_inner = BufReader::new(from_inner);
+    // `100 Continue` passes as it is; the final response says the connection closes.
+    while let Some(head) = read_head(&mut from_inner) {
+        let interim = head.starts_with(b"HTTP/1.1 1") || head.starts_with(b"HTTP/1.0 1");
+        let head = if interim { head } else { with_connection_close(&head) };
+        if to_client.write_all(&head).is_err() || !interim {
+            break;
+        }
+    }
+    let _ = io::copy(&mut from_inner, &mut to_client);
+    let _ = to_client.shutdown(Shutdown::Both);
+}
+
+/// Read up to and including the blank line that ends an HTTP head. `None` if the
+/// connection ends first or the head is unreasonably long (64 KiB).
+fn read_head(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    loop {
+        let read = reader.by_ref().take(64 * 1024).read_until(b'\n', &mut head).ok()?;
+        if read == 0 || head.len() >= 64 * 1024 {
+            return None;
+        }
+        if head.ends_with(b"\r\n\r\n") {
+            return Some(head);
+        }
+    }
+}
+
+/// The `Content-Length` a request head declares, if any (and if it is a number).
+fn declared_length(head: &[u8]) -> Option<usize> {
+    String::from_utf8_lossy(head).lines().skip(1).find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.trim().eq_ignore_ascii_case("content-length").then(|| value.trim().parse().ok())?
+    })
+}
+
+/// The same head, with any `Connection` header replaced by `Connection: close`.
+fn with_connection_close(head: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(head);
+    let mut lines: Vec<&str> = text.split("\r\n").filter(|line| !line.is_empty()).collect();
+    lines.retain(|line| !line.split(':').next().unwrap_or("").trim().eq_ignore_ascii_case("connection"));
+    lines.push("Connection: close");
+    format!("{}\r\n\r\n", lines.join("\r\n")).into_bytes()
+}
+
+/// A [`Response`] as bytes on the wire, for the door's own answers.
+fn raw_response(response: &Response) -> Vec<u8> {
+    let mut raw = format!("HTTP/1.1 {} {}\r\n", response.status, reason(response.status)).into_bytes();
+    for (name, value) in &response.headers {
+        raw.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+    }
+    raw.extend_from_slice(format!("Content-Length: {}\r\n\r\n", response.body.len()).as_bytes());
+    raw.extend_from_slice(&response.body);
+    raw
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        413 => "Content Too Large",
+        _ => "",
+    }
+}
+// ANCHOR_END: door
 
 fn to_tiny_http(response: Response) -> tiny_http::Response<io::Cursor<Vec<u8>>> {
     let length = response.body.len();

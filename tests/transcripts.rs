@@ -53,6 +53,7 @@ chapter_tests! {
     ch02_handshake => "ch02-handshake",
     ch03_tools_list => "ch03-tools-list",
     ch04_tools_call => "ch04-tools-call",
+    ch05_errors => "ch05-errors",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
