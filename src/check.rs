@@ -144,7 +144,7 @@ pub fn render(results: &[Checked], target: &Target) -> String {
         let exchange = outcome.exchange;
         let number = index + 1;
         if outcome.passed() {
-            let reworded = if outcome.notes.is_empty() { "" } else { "  (message worded your way: fine)" };
+            let reworded = if outcome.notes.is_empty() { "" } else { "  (worded your way: fine)" };
             text.push_str(&format!("✓ {number:>2}. {}{reworded}\n", exchange.title));
             continue;
         }
@@ -404,8 +404,9 @@ pub fn summary(chapter: &Chapter, target: &Target, results: &[Checked]) -> Strin
     if reworded > 0 {
         text.push_str(&wrap_words(
             &format!(
-                "{reworded} of your error messages are worded differently from the chapter's. That is fine: \
-                 JSON-RPC leaves the wording to the server, so the check compares only the error code."
+                "{reworded} of your answers word an error message or a failed tool's text differently from \
+                 the chapter's. That is fine: the wording is the server's to choose, so the check compares \
+                 everything around it (the error code, isError) and not the words."
             ),
             0,
         ));
@@ -542,9 +543,9 @@ mod tests {
             [checked(&ex, json(200, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"nope"}}"#), None)];
         assert!(all_passed(&results));
         let text = render(&results, &Target::Exercise);
-        assert_eq!(text, "✓  1. One  (message worded your way: fine)\n");
+        assert_eq!(text, "✓  1. One  (worded your way: fine)\n");
         let summary = summary(&chapters::CHAPTERS[0], &Target::Exercise, &results);
-        assert!(summary.contains("1 of your error messages are worded differently"), "{summary}");
+        assert!(summary.contains("1 of your answers word an error message"), "{summary}");
     }
 
     #[test]

@@ -244,13 +244,19 @@ fn bodies_match(expected: &str, actual: &str) -> bool {
 // ANCHOR: strictness
 /// How strictly a response is held to its transcript.
 ///
-/// The one rule on free text, kept here and nowhere else: JSON-RPC leaves the wording
-/// of `error.message` to the server (JSON-RPC 2.0, section 5.1: "a String providing a
-/// short description of the error"), so a learner cannot be expected to guess the
-/// chapter's sentence. With [`Strictness::Learner`] everything else still compares
-/// exactly (status, headers, `error.code`, the id and its type) and a message worded
-/// differently is reported as a [`Note`], not a mismatch. The cargo tests compare with
-/// [`Strictness::Exact`]: a transcript records what its own chapter says, word for word.
+/// The one rule on free text, kept here and nowhere else. Two kinds of text are
+/// sentences for a reader, worded as the server sees fit, which a learner cannot be
+/// expected to guess:
+/// - `error.message` of a JSON-RPC error (JSON-RPC 2.0, section 5.1: "a String
+///   providing a short description of the error");
+/// - the `text` of each text block of a failed tool result (`isError: true`): words for
+///   the model about what went wrong (`2025-11-25/server/tools.mdx`, "Error Handling").
+///
+/// With [`Strictness::Learner`] such a text may differ, and is reported as a [`Note`],
+/// not a mismatch; everything else still compares exactly (status, headers,
+/// `error.code`, `isError`, the id and its type, a successful tool's text). The cargo
+/// tests compare with [`Strictness::Exact`]: a transcript records what its own chapter
+/// says, word for word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strictness {
     Exact,
@@ -261,8 +267,8 @@ pub enum Strictness {
 /// A difference that does not fail an exchange under [`Strictness::Learner`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
-    /// Where in the body: `error.message`.
-    pub path: &'static str,
+    /// Where in the body: `error.message`, `result.content[0].text`.
+    pub path: String,
     pub expected: String,
     pub actual: String,
 }
@@ -274,27 +280,39 @@ pub fn compare_with(
     strictness: Strictness,
 ) -> (Vec<Mismatch>, Vec<Note>) {
     if strictness == Strictness::Learner
-        && let Some((note, reworded)) = error_message_note(expected, actual)
+        && let Some((notes, reworded)) = free_text_notes(expected, actual)
     {
-        return (compare(expected, &reworded), vec![note]);
+        return (compare(expected, &reworded), notes);
     }
     (compare(expected, actual), Vec::new())
 }
 
-/// When both bodies carry a string `error.message` and the two differ: the note, and
-/// `actual` with the expected message in place of its own (to compare the rest).
-fn error_message_note(expected: &HttpResponse, actual: &HttpResponse) -> Option<(Note, HttpResponse)> {
-    let expected_body: Value = serde_json::from_str(&expected.body).ok()?;
-    let expected_message = expected_body.pointer("/error/message")?.as_str()?;
-    let mut actual_body: Value = serde_json::from_str(&actual.body).ok()?;
-    let message = actual_body.pointer_mut("/error/message")?;
-    let actual_message = message.as_str()?.to_string();
-    if actual_message == expected_message {
-        return None;
+/// The free texts (see [`Strictness`]) in which `actual` differs from `expected`, and
+/// `actual` with the expected words in their place, to compare the rest exactly.
+/// `None` when the bodies are not JSON or no free text differs.
+fn free_text_notes(expected: &HttpResponse, actual: &HttpResponse) -> Option<(Vec<Note>, HttpResponse)> {
+    let expected: Value = serde_json::from_str(&expected.body).ok()?;
+    let mut reworded: Value = serde_json::from_str(&actual.body).ok()?;
+    // Each place as a JSON pointer, and as the learner reads it.
+    let mut places = vec![("/error/message".to_string(), "error.message".to_string())];
+    let failed = |body: &Value| body.pointer("/result/isError") == Some(&Value::Bool(true));
+    if failed(&expected) && failed(&reworded) {
+        let blocks = expected.pointer("/result/content").and_then(Value::as_array).map_or(0, Vec::len);
+        places.extend((0..blocks).map(|i| (format!("/result/content/{i}/text"), format!("result.content[{i}].text"))));
     }
-    *message = Value::String(expected_message.to_string());
-    let note = Note { path: "error.message", expected: expected_message.to_string(), actual: actual_message };
-    Some((note, HttpResponse { body: actual_body.to_string(), ..actual.clone() }))
+    let mut notes = Vec::new();
+    for (place, path) in places {
+        let (Some(Value::String(wanted)), Some(Value::String(given))) =
+            (expected.pointer(&place), reworded.pointer(&place))
+        else {
+            continue;
+        };
+        if wanted != given {
+            notes.push(Note { path, expected: wanted.clone(), actual: given.clone() });
+            *reworded.pointer_mut(&place).expect("just read") = Value::String(wanted.clone());
+        }
+    }
+    (!notes.is_empty()).then(|| (notes, HttpResponse { body: reworded.to_string(), ..actual.clone() }))
 }
 
 /// JSON pretty-printed with sorted keys (so two bodies line up for a diff); anything
@@ -499,6 +517,26 @@ mod tests {
         // A message that is not a string is not a message.
         let no_message = response(200, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601}}"#);
         assert_eq!(compare_with(&expected, &no_message, Strictness::Learner).0.len(), 1);
+    }
+
+    #[test]
+    fn a_learner_may_word_a_failed_tool_result_freely() {
+        let result = |is_error: bool, text: &str| {
+            response(
+                200,
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"result":{{"isError":{is_error},"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+                ),
+            )
+        };
+        let expected = result(true, "Invalid arguments: `hours` is missing");
+        let (mismatches, notes) = compare_with(&expected, &result(true, "hours?"), Strictness::Learner);
+        assert!(mismatches.is_empty(), "{mismatches:?}");
+        assert_eq!(notes[0].path, "result.content[0].text");
+        // isError itself counts, and a successful tool's text is its output, not prose.
+        assert_eq!(compare_with(&expected, &result(false, "hours?"), Strictness::Learner).0.len(), 1);
+        let success = result(false, "BISMILLAH");
+        assert_eq!(compare_with(&success, &result(false, "bismillah"), Strictness::Learner).0.len(), 1);
     }
 
     #[test]
