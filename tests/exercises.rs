@@ -196,6 +196,7 @@ exercise_tests! {
     ch02_handshake => "ch02-handshake",
     ch03_tools_list => "ch03-tools-list",
     ch04_tools_call => "ch04-tools-call",
+    ch05_errors => "ch05-errors",
 }
 
 /// The check prints a hint for every exchange a learner gets wrong.
