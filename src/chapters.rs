@@ -20,6 +20,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 3, name: "ch03-tools-list", title: "tools/list: offering tools" },
     Chapter { number: 4, name: "ch04-tools-call", title: "tools/call: running tools" },
     Chapter { number: 5, name: "ch05-errors", title: "Errors: three layers of failure" },
+    Chapter { number: 6, name: "ch06-structured-output", title: "Structured output" },
 ];
 
 impl Chapter {

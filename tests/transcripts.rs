@@ -54,6 +54,7 @@ chapter_tests! {
     ch03_tools_list => "ch03-tools-list",
     ch04_tools_call => "ch04-tools-call",
     ch05_errors => "ch05-errors",
+    ch06_structured_output => "ch06-structured-output",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
