@@ -253,10 +253,12 @@ fn bodies_match(expected: &str, actual: &str) -> bool {
 ///   the model about what went wrong (`2025-11-25/server/tools.mdx`, "Error Handling").
 ///
 /// With [`Strictness::Learner`] such a text may differ, and is reported as a [`Note`],
-/// not a mismatch; everything else still compares exactly (status, headers,
-/// `error.code`, `isError`, the id and its type, a successful tool's text). The cargo
-/// tests compare with [`Strictness::Exact`]: a transcript records what its own chapter
-/// says, word for word.
+/// not a mismatch. And a text block that holds JSON (the text copy of
+/// `structuredContent`, same file, "Structured Content") compares as JSON: key order and
+/// spacing are the serializer's. Everything else still compares exactly (status,
+/// headers, `error.code`, `isError`, the id and its type, a successful tool's text). The
+/// cargo tests compare with [`Strictness::Exact`]: a transcript records what its own
+/// chapter says, byte for byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strictness {
     Exact,
@@ -280,39 +282,52 @@ pub fn compare_with(
     strictness: Strictness,
 ) -> (Vec<Mismatch>, Vec<Note>) {
     if strictness == Strictness::Learner
-        && let Some((notes, reworded)) = free_text_notes(expected, actual)
+        && let Some((notes, forgiven)) = forgive(expected, actual)
     {
-        return (compare(expected, &reworded), notes);
+        return (compare(expected, &forgiven), notes);
     }
     (compare(expected, actual), Vec::new())
 }
 
-/// The free texts (see [`Strictness`]) in which `actual` differs from `expected`, and
-/// `actual` with the expected words in their place, to compare the rest exactly.
-/// `None` when the bodies are not JSON or no free text differs.
-fn free_text_notes(expected: &HttpResponse, actual: &HttpResponse) -> Option<(Vec<Note>, HttpResponse)> {
+/// `actual` as [`Strictness::Learner`] compares it: each free text (see [`Strictness`])
+/// that differs is noted and replaced by the expected words, and a JSON text block equal
+/// as JSON to the expected one is replaced by it. `None` when the bodies are not JSON or
+/// nothing was replaced.
+fn forgive(expected: &HttpResponse, actual: &HttpResponse) -> Option<(Vec<Note>, HttpResponse)> {
     let expected: Value = serde_json::from_str(&expected.body).ok()?;
-    let mut reworded: Value = serde_json::from_str(&actual.body).ok()?;
-    // Each place as a JSON pointer, and as the learner reads it.
-    let mut places = vec![("/error/message".to_string(), "error.message".to_string())];
+    let mut forgiven: Value = serde_json::from_str(&actual.body).ok()?;
     let failed = |body: &Value| body.pointer("/result/isError") == Some(&Value::Bool(true));
-    if failed(&expected) && failed(&reworded) {
-        let blocks = expected.pointer("/result/content").and_then(Value::as_array).map_or(0, Vec::len);
-        places.extend((0..blocks).map(|i| (format!("/result/content/{i}/text"), format!("result.content[{i}].text"))));
-    }
-    let mut notes = Vec::new();
-    for (place, path) in places {
+    let tool_failed = failed(&expected) && failed(&forgiven);
+    let blocks = expected.pointer("/result/content").and_then(Value::as_array).map_or(0, Vec::len);
+    // Each place as a JSON pointer, as the learner reads it, and whether its words are free.
+    let mut places = vec![("/error/message".to_string(), "error.message".to_string(), true)];
+    places.extend(
+        (0..blocks).map(|i| (format!("/result/content/{i}/text"), format!("result.content[{i}].text"), tool_failed)),
+    );
+    let (mut notes, mut replaced) = (Vec::new(), false);
+    for (place, path, words_are_free) in places {
         let (Some(Value::String(wanted)), Some(Value::String(given))) =
-            (expected.pointer(&place), reworded.pointer(&place))
+            (expected.pointer(&place), forgiven.pointer(&place))
         else {
             continue;
         };
-        if wanted != given {
-            notes.push(Note { path, expected: wanted.clone(), actual: given.clone() });
-            *reworded.pointer_mut(&place).expect("just read") = Value::String(wanted.clone());
+        if wanted == given {
+            continue;
         }
+        let same_json = matches!(
+            (serde_json::from_str::<Value>(wanted), serde_json::from_str::<Value>(given)),
+            (Ok(a), Ok(b)) if a == b
+        );
+        if !(words_are_free || same_json) {
+            continue;
+        }
+        if !same_json {
+            notes.push(Note { path, expected: wanted.clone(), actual: given.clone() });
+        }
+        *forgiven.pointer_mut(&place).expect("just read") = Value::String(wanted.clone());
+        replaced = true;
     }
-    (!notes.is_empty()).then(|| (notes, HttpResponse { body: reworded.to_string(), ..actual.clone() }))
+    replaced.then(|| (notes, HttpResponse { body: forgiven.to_string(), ..actual.clone() }))
 }
 
 /// JSON pretty-printed with sorted keys (so two bodies line up for a diff); anything
@@ -487,6 +502,7 @@ pub fn pretty_json(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn response(status: u16, body: &str) -> HttpResponse {
         HttpResponse { status, headers: vec![("Content-Type".into(), "application/json".into())], body: body.into() }
@@ -537,6 +553,20 @@ mod tests {
         assert_eq!(compare_with(&expected, &result(false, "hours?"), Strictness::Learner).0.len(), 1);
         let success = result(false, "BISMILLAH");
         assert_eq!(compare_with(&success, &result(false, "bismillah"), Strictness::Learner).0.len(), 1);
+    }
+
+    #[test]
+    fn a_json_text_block_compares_as_json_for_a_learner() {
+        let result = |text: &str| {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}});
+            response(200, &body.to_string())
+        };
+        let expected = result(r#"{"hours":10.0,"rate":20.0}"#);
+        let (mismatches, notes) =
+            compare_with(&expected, &result(r#"{"rate": 20.0, "hours": 10.0}"#), Strictness::Learner);
+        assert!(mismatches.is_empty() && notes.is_empty(), "{mismatches:?} {notes:?}");
+        assert_eq!(compare_with(&expected, &result(r#"{"rate":20.0,"hours":11.0}"#), Strictness::Learner).0.len(), 1);
+        assert_eq!(compare_with(&expected, &result(r#"{"rate":20.0,"hours":10.0}"#), Strictness::Exact).0.len(), 1);
     }
 
     #[test]
