@@ -197,6 +197,7 @@ exercise_tests! {
     ch03_tools_list => "ch03-tools-list",
     ch04_tools_call => "ch04-tools-call",
     ch05_errors => "ch05-errors",
+    ch06_structured_output => "ch06-structured-output",
 }
 
 /// The check prints a hint for every exchange a learner gets wrong.
