@@ -22,10 +22,11 @@
 //! and a summary at the end. Rows marked `≠` are the ones that differ.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::chapters::{self, Chapter};
-use crate::replay::{self, Mismatch, Outcome, RunningServer, Strictness};
+use crate::replay::{self, Mismatch, Note, Outcome, RunningServer, StdioMismatch, StdioOutcome, Strictness};
 use crate::transcript::{self, HttpResponse, Transcript};
 
 /// Whose server is being checked: it changes only the words of the report.
@@ -41,10 +42,54 @@ pub enum Target {
 
 /// One exchange, checked.
 pub struct Checked<'a> {
-    pub outcome: Outcome<'a>,
+    pub outcome: Exchanged<'a>,
     /// The panic the server printed to stderr while answering, when the check started
     /// the server (and so can read its stderr).
     pub panic: Option<Panic>,
+}
+
+/// What one exchange gave, over HTTP or over stdio.
+pub enum Exchanged<'a> {
+    Http(Outcome<'a>),
+    Stdio(StdioOutcome<'a>),
+}
+
+impl Checked<'_> {
+    pub fn passed(&self) -> bool {
+        match &self.outcome {
+            Exchanged::Http(outcome) => outcome.passed(),
+            Exchanged::Stdio(outcome) => outcome.passed(),
+        }
+    }
+
+    fn title(&self) -> &str {
+        match &self.outcome {
+            Exchanged::Http(outcome) => &outcome.exchange.title,
+            Exchanged::Stdio(outcome) => &outcome.exchange.title,
+        }
+    }
+
+    fn hint(&self) -> Option<&str> {
+        match &self.outcome {
+            Exchanged::Http(outcome) => outcome.exchange.hint.as_deref(),
+            Exchanged::Stdio(outcome) => outcome.exchange.hint.as_deref(),
+        }
+    }
+
+    fn notes(&self) -> &[Note] {
+        match &self.outcome {
+            Exchanged::Http(outcome) => &outcome.notes,
+            Exchanged::Stdio(outcome) => &outcome.notes,
+        }
+    }
+
+    /// No answer at all: no HTTP response, or no process to talk to.
+    fn unanswered(&self) -> bool {
+        match &self.outcome {
+            Exchanged::Http(outcome) => outcome.actual.is_err(),
+            Exchanged::Stdio(outcome) => outcome.actual.is_err(),
+        }
+    }
 }
 
 /// A panic, as Rust's default panic hook prints it:
@@ -82,7 +127,25 @@ pub fn run<'a>(transcript: &'a Transcript, address: SocketAddr, server: Option<&
                 Some(server) if !outcome.passed() => panic_since(server, before),
                 _ => None,
             };
-            Checked { outcome, panic }
+            Checked { outcome: Exchanged::Http(outcome), panic }
+        })
+        .collect()
+}
+
+/// Run every stdio exchange of `transcript`, each in a fresh `program` process; a wrong
+/// answer is paired with the panic that process printed.
+pub fn run_stdio<'a>(transcript: &'a Transcript, program: &Path) -> Vec<Checked<'a>> {
+    let args = transcript.stdio_args();
+    transcript
+        .stdio
+        .iter()
+        .map(|exchange| {
+            let outcome = replay::run_stdio_exchange(exchange, program, &args, Strictness::Learner);
+            let panic = match &outcome.actual {
+                Ok(run) if !outcome.passed() => find_panic(&run.stderr),
+                _ => None,
+            };
+            Checked { outcome: Exchanged::Stdio(outcome), panic }
         })
         .collect()
 }
@@ -116,20 +179,30 @@ pub fn find_panic(log: &str) -> Option<Panic> {
 
 /// True when every exchange passed.
 pub fn all_passed(results: &[Checked]) -> bool {
-    results.iter().all(|checked| checked.outcome.passed())
+    results.iter().all(Checked::passed)
 }
 
 /// The report's first lines: what is checked against what.
-pub fn heading(chapter: &Chapter, target: &Target, address: SocketAddr, exchanges: usize) -> String {
+/// `address` is where the HTTP exchanges go, if any go anywhere.
+pub fn heading(chapter: &Chapter, target: &Target, address: Option<SocketAddr>, transcript: &Transcript) -> String {
     let server = match target {
         Target::Exercise => format!("your exercise, {}", relative(&chapter.exercise_path())),
         Target::Solution => format!("the chapter's own server, {}", relative(&chapter.solution_path())),
         Target::Url(_) => "the server you started".to_string(),
     };
+    let mut places = Vec::new();
+    if let Some(address) = address {
+        places.push(format!("at http://{address}/mcp"));
+    }
+    if !transcript.stdio.is_empty() && !matches!(target, Target::Url(_)) {
+        places.push(format!("and started with {} once per stdio exchange", transcript.stdio_args().join(" ")));
+    }
+    let count = transcript.exchanges.len() + transcript.stdio.len();
     format!(
-        "Checking chapter {}: {}\n  server:    {server}, at http://{address}/mcp\n  expected:  the {exchanges} exchanges of {} (the book shows them too)\n",
+        "Checking chapter {}: {}\n  server:    {server}, {}\n  expected:  the {count} exchanges of {} (the book shows them too)\n",
         chapter.number,
         chapter.title,
+        places.join(" "),
         relative(&chapter.transcript_path()),
     )
 }
@@ -140,43 +213,40 @@ pub fn render(results: &[Checked], target: &Target) -> String {
     let mut todos_seen: Vec<&str> = Vec::new();
     let mut silence_seen = false;
     for (index, checked) in results.iter().enumerate() {
-        let outcome = &checked.outcome;
-        let exchange = outcome.exchange;
-        let number = index + 1;
-        if outcome.passed() {
-            let reworded = if outcome.notes.is_empty() { "" } else { "  (worded your way: fine)" };
-            text.push_str(&format!("✓ {number:>2}. {}{reworded}\n", exchange.title));
+        let (number, title) = (index + 1, checked.title());
+        if checked.passed() {
+            let reworded = if checked.notes().is_empty() { "" } else { "  (worded your way: fine)" };
+            text.push_str(&format!("✓ {number:>2}. {title}{reworded}\n"));
             continue;
         }
         // The same todo!() again: one line is enough, the first report said it all.
         if let Some(panic) = checked.panic.as_ref().filter(|p| p.is_todo()) {
             if todos_seen.contains(&panic.location.as_str()) {
                 text.push_str(&format!(
-                    "✗ {number:>2}. {}\n      the same todo!() again, at {}\n",
-                    exchange.title, panic.location
+                    "✗ {number:>2}. {title}\n      the same todo!() again, at {}\n",
+                    panic.location
                 ));
                 continue;
             }
             todos_seen.push(&panic.location);
         }
         // No answer again: the server is gone, and saying so once is enough.
-        if outcome.actual.is_err() {
+        if checked.unanswered() {
             if silence_seen {
-                text.push_str(&format!("✗ {number:>2}. {}\n      no answer either\n", exchange.title));
+                text.push_str(&format!("✗ {number:>2}. {title}\n      no answer either\n"));
                 continue;
             }
             silence_seen = true;
         }
-        text.push_str(&format!("✗ {number:>2}. {}\n", exchange.title));
+        text.push_str(&format!("✗ {number:>2}. {title}\n"));
         text.push_str(&explain_failure(checked, target));
     }
     text
 }
 
-/// The details of one exchange that did not match.
+/// The details of one exchange that did not match: why, when there is a plain reason;
+/// what was sent; both answers side by side; notes; the hint.
 fn explain_failure(checked: &Checked, target: &Target) -> String {
-    let outcome = &checked.outcome;
-    let exchange = outcome.exchange;
     let mut text = String::new();
     let say = |text: &mut String, line: &str| {
         text.push_str(format!("      {line}").trim_end());
@@ -187,30 +257,44 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
             text.push_str(&wrap_words(line, 6));
         }
     }
-    say(&mut text, &format!("You sent (transcript.md line {}):", exchange.line));
-    for line in request_lines(&exchange.request) {
-        say(&mut text, &format!("  {line}"));
-    }
-    text.push('\n');
-    match &outcome.actual {
-        Ok(actual) => text.push_str(&side_by_side(&exchange.expected, actual, &outcome.mismatches)),
-        Err(error) => {
-            say(&mut text, &format!("No answer came back: {error}."));
-            say(&mut text, "The chapter answers:");
-            for line in transcript::format_response(&exchange.expected).lines() {
+    match &checked.outcome {
+        Exchanged::Http(outcome) => {
+            let exchange = outcome.exchange;
+            say(&mut text, &format!("You sent (transcript.md line {}):", exchange.line));
+            for line in request_lines(&exchange.request) {
                 say(&mut text, &format!("  {line}"));
+            }
+            text.push('\n');
+            match &outcome.actual {
+                Ok(actual) => text.push_str(&side_by_side(&exchange.expected, actual, &outcome.mismatches)),
+                Err(error) => {
+                    say(&mut text, &format!("No answer came back: {error}."));
+                    say(&mut text, "The chapter answers:");
+                    for line in transcript::format_response(&exchange.expected).lines() {
+                        say(&mut text, &format!("  {line}"));
+                    }
+                }
+            }
+        }
+        Exchanged::Stdio(outcome) => {
+            let exchange = outcome.exchange;
+            say(&mut text, &format!("You wrote to its stdin, then closed it (transcript.md line {}):", exchange.line));
+            for line in &exchange.input {
+                say(&mut text, &format!("  {line}"));
+            }
+            text.push('\n');
+            match &outcome.actual {
+                Ok(run) => text.push_str(&stdio_side_by_side(&exchange.expected, run, &outcome.mismatches)),
+                Err(error) => say(&mut text, &format!("The check could not start your server: {error}.")),
             }
         }
     }
     text.push('\n');
-    for note in &outcome.notes {
+    for note in checked.notes() {
         let note = format!("Note: your {} is worded differently; that alone does not count against you.", note.path);
         text.push_str(&wrap_words(&note, 6));
     }
-    let hint = exchange
-        .hint
-        .as_deref()
-        .unwrap_or("read this exchange's explanation in the chapter's transcript, in the book.");
+    let hint = checked.hint().unwrap_or("read this exchange's explanation in the chapter's transcript, in the book.");
     text.push_str(&wrap_words(&format!("Hint: {hint}"), 6));
     text.push('\n');
     text
@@ -242,9 +326,11 @@ fn terminal_width() -> usize {
 /// The first thing to say about a failure, when there is something better to say than
 /// the table: a panic, a 500, no answer.
 fn why_it_failed(checked: &Checked, target: &Target) -> Option<String> {
-    let actual = checked.outcome.actual.as_ref();
-    let status = actual.map(|a| a.status).ok();
-    let http_500 = if status == Some(500) { " (HTTP 500)" } else { "" };
+    let http_status = match &checked.outcome {
+        Exchanged::Http(Outcome { actual: Ok(actual), .. }) => Some(actual.status),
+        _ => None,
+    };
+    let http_500 = if http_status == Some(500) { " (HTTP 500)" } else { "" };
     if let Some(panic) = &checked.panic {
         return Some(if panic.is_todo() {
             format!(
@@ -252,21 +338,28 @@ fn why_it_failed(checked: &Checked, target: &Target) -> Option<String> {
                 panic.location, panic.message
             )
         } else {
-            format!(
-                "Your server panicked{http_500} at {}: {}\nA panic is a bug in the handler; the base turned it into an empty 500 and went on.",
-                panic.location, panic.message
-            )
+            let after =
+                if http_500.is_empty() { "" } else { "\nThe base turned the panic into an empty 500 and went on." };
+            format!("Your server panicked{http_500} at {}: {}{after}", panic.location, panic.message)
         });
     }
-    match (actual, target) {
-        (Ok(actual), Target::Url(_)) if actual.status == 500 && actual.body.is_empty() => Some(
-            "Your server answered HTTP 500 with no body: the base does that when the handler panics, most \
-             often at a todo!() not written yet. Your server's terminal shows the panic's message and line: \
-             that is the part to write."
-                .to_string(),
-        ),
-        (Err(_), Target::Url(url)) => Some(format!("Is your server still running at {url}?")),
-        (Err(_), _) => Some("The server stopped answering: did it exit? Its messages are above.".to_string()),
+    match (&checked.outcome, target) {
+        (Exchanged::Http(Outcome { actual: Ok(actual), .. }), Target::Url(_))
+            if actual.status == 500 && actual.body.is_empty() =>
+        {
+            Some(
+                "Your server answered HTTP 500 with no body: the base does that when the handler panics, most \
+                 often at a todo!() not written yet. Your server's terminal shows the panic's message and line: \
+                 that is the part to write."
+                    .to_string(),
+            )
+        }
+        (Exchanged::Http(Outcome { actual: Err(_), .. }), Target::Url(url)) => {
+            Some(format!("Is your server still running at {url}?"))
+        }
+        (Exchanged::Http(Outcome { actual: Err(_), .. }), _) => {
+            Some("The server stopped answering: did it exit? Its messages are above.".to_string())
+        }
         _ => None,
     }
 }
@@ -313,6 +406,36 @@ fn side_by_side(expected: &HttpResponse, actual: &HttpResponse, mismatches: &[Mi
     let body_differs = mismatches.iter().any(|m| matches!(m, Mismatch::Body { .. }));
     rows.extend(body_rows(&expected.body, &actual.body, body_differs));
     table(&rows)
+}
+
+/// The lines the chapter writes and the lines the learner's server wrote, side by
+/// side (each JSON message pretty-printed with sorted keys), then how each process
+/// ended.
+fn stdio_side_by_side(expected: &[String], run: &replay::StdioRun, mismatches: &[StdioMismatch]) -> String {
+    let show = |lines: &[String]| -> String {
+        if lines.is_empty() {
+            return "(not one line)".to_string();
+        }
+        lines.iter().map(|line| replay::normalized(line)).collect::<Vec<_>>().join("\n")
+    };
+    let mut rows = vec![Row::new("the chapter writes", "your server wrote", false)];
+    let lines_differ = mismatches.iter().any(|m| matches!(m, StdioMismatch::Lines { .. }));
+    rows.extend(body_rows(&show(expected), &show(&run.lines()), lines_differ));
+    let ended = match run.exit {
+        None => "still running after its stdin closed: killed".to_string(),
+        Some(status) if status.success() => "then exited by itself".to_string(),
+        Some(status) => format!("then exited with {status}"),
+    };
+    let ended_badly = mismatches.iter().any(|m| matches!(m, StdioMismatch::DidNotExit | StdioMismatch::Failed { .. }));
+    rows.push(Row::new("then exits by itself", ended, ended_badly));
+    let mut text = table(&rows);
+    if mismatches.contains(&StdioMismatch::Unterminated) {
+        text.push_str(&wrap_words(
+            "Your server's last line has no newline at its end: a host reading lines waits for it forever.",
+            6,
+        ));
+    }
+    text
 }
 
 fn body_rows(expected: &str, actual: &str, differs: bool) -> Vec<Row> {
@@ -388,19 +511,29 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
     chars.chunks(width).map(|chunk| chunk.iter().collect()).collect()
 }
 
-/// The last lines: how many matched, what to do next.
-pub fn summary(chapter: &Chapter, target: &Target, results: &[Checked]) -> String {
+/// The last lines: how many matched, what to do next. `unchecked` counts the stdio
+/// exchanges a `--url` check had to leave out.
+pub fn summary(chapter: &Chapter, target: &Target, results: &[Checked], unchecked: usize) -> String {
     let total = results.len();
     let failed: Vec<usize> =
-        results.iter().enumerate().filter(|(_, c)| !c.outcome.passed()).map(|(index, _)| index + 1).collect();
+        results.iter().enumerate().filter(|(_, c)| !c.passed()).map(|(index, _)| index + 1).collect();
     let todos = results.iter().filter(|c| c.panic.as_ref().is_some_and(Panic::is_todo)).count();
-    let reworded = results.iter().filter(|c| !c.outcome.notes.is_empty()).count();
+    let reworded = results.iter().filter(|c| !c.notes().is_empty()).count();
     let check = match target {
         Target::Exercise => format!("cargo run -- check {}", chapter.number),
         Target::Solution => format!("cargo run -- check {} --solution", chapter.number),
         Target::Url(url) => format!("cargo run -- check {} --url {url}", chapter.number),
     };
     let mut text = format!("{}\n", "─".repeat(60));
+    if unchecked > 0 {
+        text.push_str(&wrap_words(
+            &format!(
+                "{unchecked} stdio exchanges were not checked: each needs a process the check starts itself. \
+                 Run the check without --url to include them."
+            ),
+            0,
+        ));
+    }
     if reworded > 0 {
         text.push_str(&wrap_words(
             &format!(
@@ -489,7 +622,7 @@ mod tests {
 
     fn checked<'a>(exchange: &'a Exchange, actual: HttpResponse, panic: Option<Panic>) -> Checked<'a> {
         let (mismatches, notes) = replay::compare_with(&exchange.expected, &actual, Strictness::Learner);
-        Checked { outcome: Outcome { exchange, actual: Ok(actual), mismatches, notes }, panic }
+        Checked { outcome: Exchanged::Http(Outcome { exchange, actual: Ok(actual), mismatches, notes }), panic }
     }
 
     fn json(status: u16, body: &str) -> HttpResponse {
@@ -522,7 +655,7 @@ mod tests {
         assert!(text.contains("It stopped at exercise.rs:54:5: not yet implemented: answer it"), "{text}");
         assert!(text.contains("✗  2. One\n      the same todo!() again, at exercise.rs:54:5\n"), "{text}");
         let chapter = &chapters::CHAPTERS[0];
-        let summary = summary(chapter, &Target::Exercise, &results);
+        let summary = summary(chapter, &Target::Exercise, &results, 0);
         assert!(summary.contains("0 of 2 exchanges"), "{summary}");
         assert!(summary.contains("2 of them stopped at a todo!()"), "{summary}");
     }
@@ -544,7 +677,7 @@ mod tests {
         assert!(all_passed(&results));
         let text = render(&results, &Target::Exercise);
         assert_eq!(text, "✓  1. One  (worded your way: fine)\n");
-        let summary = summary(&chapters::CHAPTERS[0], &Target::Exercise, &results);
+        let summary = summary(&chapters::CHAPTERS[0], &Target::Exercise, &results, 0);
         assert!(summary.contains("1 of your answers word an error message"), "{summary}");
     }
 

@@ -7,13 +7,14 @@
 //! cargo run -- check 3 --solution     the same against the chapter's own server
 //! cargo run -- check 3 --url U        the same against a server you started yourself
 //! cargo run -- bless 3                rewrite chapter 3's transcript from what it answers now
+//! cargo run -- starter DIR            write the starter (chapter 10) as a new crate in DIR
 //! ```
 //!
 //! `check` exits 0 when every exchange matches, 1 when some do not, 2 when it could
 //! not check at all (the exercise does not compile, the server does not start).
 
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use clap::{Parser, Subcommand};
 use mcp_workbook::chapters::{self, Chapter};
 use mcp_workbook::check::{self, Target};
 use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::starter;
 use mcp_workbook::transcript::{self, Transcript};
 
 #[derive(Parser)]
@@ -51,6 +53,16 @@ enum Action {
         /// Chapter number or name.
         chapter: String,
     },
+    /// Write the starter (chapter 10) as a new crate in DIR: your own MCP server,
+    /// depending on clap, serde, serde_json and tiny_http only.
+    #[command(visible_alias = "new")]
+    Starter {
+        /// Folder to create; it must not exist or be empty.
+        dir: PathBuf,
+        /// The crate's (and its binary's) name. Default: the folder's name.
+        #[arg(long)]
+        name: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -71,6 +83,7 @@ fn main() -> ExitCode {
             with_chapter(&chapter).and_then(|c| check(c, &target))
         }
         Action::Bless { chapter } => with_chapter(&chapter).and_then(bless),
+        Action::Starter { dir, name } => write_starter(&dir, name.as_deref()),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -93,9 +106,8 @@ fn load_transcript(chapter: &Chapter) -> Result<(String, Transcript), String> {
     Ok((text, parsed))
 }
 
-/// Build a binary (so the check never runs stale code) and start it with the
-/// transcript's flags.
-fn start(binary: &str, transcript: &Transcript) -> Result<RunningServer, String> {
+/// Build a binary, so a check never runs stale code, and give its path.
+fn build(binary: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .args(["build", "--quiet", "--bin", binary])
@@ -107,7 +119,12 @@ fn start(binary: &str, transcript: &Transcript) -> Result<RunningServer, String>
             "{binary} does not compile. The compiler's messages are above: start with the first error."
         ));
     }
-    RunningServer::start(&binary_path(binary), &transcript.server_args).map_err(|e| e.to_string())
+    Ok(binary_path(binary))
+}
+
+/// Build a binary and start it as an HTTP server on port 0, with the transcript's flags.
+fn start(binary: &str, transcript: &Transcript) -> Result<RunningServer, String> {
+    RunningServer::start(&build(binary)?, &transcript.server_args).map_err(|e| e.to_string())
 }
 
 /// Chapter binaries sit next to this one, in `target/debug` (or `release`).
@@ -118,14 +135,26 @@ fn binary_path(name: &str) -> PathBuf {
 
 fn check(chapter: &Chapter, target: &Target) -> Result<bool, String> {
     let (_, transcript) = load_transcript(chapter)?;
-    let server = match target {
-        Target::Exercise => Some(start(&chapter.exercise_binary(), &transcript)?),
-        Target::Solution => Some(start(chapter.name, &transcript)?),
+    if *target == Target::Exercise && !chapter.exercise_path().exists() {
+        return Err(format!(
+            "chapter {} has no exercise yet; `cargo run -- check {} --solution` checks the chapter itself",
+            chapter.number, chapter.number
+        ));
+    }
+    // The binary the check builds and starts: none for a server at a URL.
+    let binary = match target {
+        Target::Exercise => Some(chapter.exercise_binary()),
+        Target::Solution => Some(chapter.name.to_string()),
         Target::Url(_) => None,
     };
+    let mut results = Vec::new();
+    let server = match (&binary, transcript.exchanges.is_empty()) {
+        (Some(binary), false) => Some(start(binary, &transcript)?),
+        _ => None,
+    };
     let address = match (&server, target) {
-        (Some(server), _) => server.address,
-        (None, Target::Url(url)) => {
+        (Some(server), _) => Some(server.address),
+        (None, Target::Url(url)) if !transcript.exchanges.is_empty() => {
             let address =
                 replay::address_of_url(url).ok_or_else(|| format!("not an http://HOST:PORT/mcp URL: {url}"))?;
             if TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_err() {
@@ -136,30 +165,72 @@ fn check(chapter: &Chapter, target: &Target) -> Result<bool, String> {
                     transcript.server_args.iter().map(|arg| format!(" {arg}")).collect::<String>()
                 ));
             }
-            address
+            Some(address)
         }
-        (None, _) => unreachable!("the check starts every server but a --url one"),
+        _ => None,
     };
-    println!("{}", check::heading(chapter, target, address, transcript.exchanges.len()));
-    let results = check::run(&transcript, address, server.as_ref());
+    // stdio exchanges each start a process of their own: there is none to start at a URL.
+    let program = match (&binary, transcript.stdio.is_empty()) {
+        (Some(binary), false) => Some(build(binary)?),
+        _ => None,
+    };
+    println!("{}", check::heading(chapter, target, address, &transcript));
+    if let Some(address) = address {
+        results.extend(check::run(&transcript, address, server.as_ref()));
+    }
+    if let Some(program) = &program {
+        results.extend(check::run_stdio(&transcript, program));
+    }
     print!("{}", check::render(&results, target));
-    print!("{}", check::summary(chapter, target, &results));
+    let unchecked = if program.is_none() { transcript.stdio.len() } else { 0 };
+    print!("{}", check::summary(chapter, target, &results, unchecked));
     Ok(check::all_passed(&results))
 }
 
 fn bless(chapter: &Chapter) -> Result<bool, String> {
     let (text, transcript) = load_transcript(chapter)?;
-    let server = start(chapter.name, &transcript)?;
-    let mut recorded = Vec::new();
-    for exchange in &transcript.exchanges {
-        let actual = replay::send(server.address, &exchange.request)
-            .map_err(|e| format!("{:?}: no response: {e}", exchange.title))?;
-        recorded.push(replay::as_recorded(&actual, &exchange.expected));
+    let mut blessed = text.clone();
+    if !transcript.exchanges.is_empty() {
+        let server = start(chapter.name, &transcript)?;
+        let mut recorded = Vec::new();
+        for exchange in &transcript.exchanges {
+            let actual = replay::send(server.address, &exchange.request)
+                .map_err(|e| format!("{:?}: no response: {e}", exchange.title))?;
+            recorded.push(replay::as_recorded(&actual, &exchange.expected));
+        }
+        blessed = transcript::replace_responses(&blessed, &recorded).map_err(|e| e.to_string())?;
     }
-    let blessed = transcript::replace_responses(&text, &recorded).map_err(|e| e.to_string())?;
+    if !transcript.stdio.is_empty() {
+        let (binary, args) = (build(chapter.name)?, transcript.stdio_args());
+        let mut recorded = Vec::new();
+        for exchange in &transcript.stdio {
+            let run = replay::run_stdio(&binary, &args, &exchange.input)
+                .map_err(|e| format!("{:?}: no run: {e}", exchange.title))?;
+            // Record what it wrote, but not a server that hangs or fails: that is a bug
+            // to fix, not a truth to keep.
+            if run.exit.is_none_or(|status| !status.success()) {
+                return Err(format!("{:?}: the server did not exit cleanly; stderr:\n{}", exchange.title, run.stderr));
+            }
+            recorded.push(run.lines());
+        }
+        blessed = transcript::replace_stdout(&blessed, &recorded).map_err(|e| e.to_string())?;
+    }
     let path = chapter.transcript_path();
     std::fs::write(&path, &blessed).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     let changed = blessed != text;
     println!("{} {}", if changed { "rewrote" } else { "unchanged:" }, path.display());
+    Ok(true)
+}
+
+fn write_starter(dir: &Path, name: Option<&str>) -> Result<bool, String> {
+    let name = starter::write(dir, name)?;
+    println!("wrote the starter crate {name:?} to {}", dir.display());
+    println!("  Cargo.toml  Cargo.lock  src/main.rs  src/http.rs  .gitignore\n");
+    println!("next:");
+    println!("  cd {}", dir.display());
+    println!("  cargo run                  # serves http://127.0.0.1:8080/mcp");
+    println!("  cargo run -- --help        # every flag");
+    println!("  cargo run -- --stdio       # over stdin/stdout, as Claude Desktop starts it");
+    println!("your tools go in src/main.rs, under `YOUR TOOLS`; the book's chapter 10 adds one step by step.");
     Ok(true)
 }

@@ -1,0 +1,273 @@
+//! Chapter 9: stdio (stand-in: chapter 2 + stdio, until chapter 8 lands).
+//!
+//! Chapter 1's envelope, plus the first two MCP methods:
+//! - `initialize`: the client says which protocol revision it speaks; the server
+//!   answers the one it will use, its capabilities and who it is;
+//! - `ping`: answers `{}`, at any time.
+//!
+//! `notifications/initialized`, which the client sends next, is a notification:
+//! chapter 1 already answers it `202`. The server keeps no state between POSTs, so
+//! any request works without a handshake first.
+//! Read it top to bottom: the HTTP layer, then the JSON-RPC layer, then the methods.
+
+use std::io::{self, BufRead, Write};
+
+use clap::Parser;
+use mcp_workbook::http::{self, Config, Request, Response};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+#[derive(Parser)]
+#[command(about = "Chapter 9: the same server over stdio")]
+struct Args {
+    /// Address to listen on. Port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: String,
+    /// Speak MCP over stdin and stdout instead of HTTP: one message per line, logs
+    /// on stderr. For a host that starts the server itself (Claude Desktop).
+    #[arg(long, conflicts_with = "bind")]
+    stdio: bool,
+}
+
+fn main() -> std::io::Result<()> {
+    let args = Args::parse();
+    if args.stdio {
+        return serve_stdio();
+    }
+    http::serve(&args.bind, Config::default(), handle)
+}
+
+// ---------------------------------------------------------------------------
+// HTTP layer: one path, one method.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: handle
+/// The whole server as a pure function: an HTTP request in, an HTTP response out.
+fn handle(request: &Request) -> Response {
+    if request.path != "/mcp" {
+        return Response::empty(404);
+    }
+    if request.method != "POST" {
+        // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
+        return Response::empty(405).with_header("Allow", "POST");
+    }
+    match parse_message(&request.body) {
+        // Not a message at all: there is no id to answer to, hence `"id": null`.
+        Err(error) => reply(400, Value::Null, Err(error)),
+        Ok(Message::Request { id, method, params }) => reply(200, id, dispatch(&method, params.as_ref())),
+        // Nobody waits for an answer to these: acknowledge, with no body.
+        Ok(Message::Notification { method }) => {
+            eprintln!("notification: {method}");
+            Response::empty(202)
+        }
+        Ok(Message::Response) => Response::empty(202),
+    }
+}
+// ANCHOR_END: handle
+
+// ---------------------------------------------------------------------------
+// stdio: the same messages, one per line, for a host that starts the server.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: stdio
+/// Read messages from stdin, one per line, and write each answer to stdout as one
+/// line. stdout carries nothing else; the log goes to stderr. When the host closes
+/// stdin, the loop ends and so does the process.
+fn serve_stdio() -> io::Result<()> {
+    eprintln!("serving MCP on stdin/stdout");
+    let (mut input, mut output) = (io::stdin().lock(), io::stdout().lock());
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // Bytes, not a String: a line that is not UTF-8 gets a parse error, it
+        // does not end the loop.
+        if input.read_until(b'\n', &mut line)? == 0 {
+            eprintln!("stdin closed: exiting");
+            return Ok(());
+        }
+        if let Some(answer) = handle_line(&line) {
+            // serde_json writes no raw newline (one inside a string is `\n`), so
+            // one message stays one line.
+            output.write_all(&answer)?;
+            output.write_all(b"\n")?;
+            output.flush()?; // the host is waiting for this line now, not later
+        }
+    }
+}
+
+/// `handle` for one line: the same JSON-RPC and MCP layers, no HTTP. A
+/// notification, a response or a blank line gets no line back.
+fn handle_line(line: &[u8]) -> Option<Vec<u8>> {
+    if line.trim_ascii().is_empty() {
+        return None; // a blank line holds no message, so there is nothing to answer
+    }
+    // The HTTP status `reply` computes has nowhere to go here: only the body is sent.
+    match parse_message(line) {
+        Err(error) => Some(reply(400, Value::Null, Err(error)).body),
+        Ok(Message::Request { id, method, params }) => Some(reply(200, id, dispatch(&method, params.as_ref())).body),
+        Ok(Message::Notification { method }) => {
+            eprintln!("notification: {method}");
+            None
+        }
+        Ok(Message::Response) => None,
+    }
+}
+// ANCHOR_END: stdio
+
+// ---------------------------------------------------------------------------
+// JSON-RPC layer: the envelope every message travels in.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: message
+/// The three kinds of message a client can POST.
+#[derive(Debug)]
+enum Message {
+    /// Has an `id`: the client waits for a response with that same id.
+    Request { id: Value, method: String, params: Option<Value> },
+    /// Has no `id` member at all: fire and forget.
+    Notification { method: String },
+    /// A client's answer to a request the server sent. This server sends none, so
+    /// nothing is waiting for it.
+    Response,
+}
+
+/// A JSON-RPC error object: `{"code": -32601, "message": "..."}`.
+#[derive(Debug, Serialize)]
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+impl RpcError {
+    fn parse_error(detail: &str) -> RpcError {
+        RpcError { code: -32700, message: format!("Parse error: {detail}") }
+    }
+
+    fn invalid_request(detail: &str) -> RpcError {
+        RpcError { code: -32600, message: format!("Invalid Request: {detail}") }
+    }
+
+    fn method_not_found(method: &str) -> RpcError {
+        RpcError { code: -32601, message: format!("Method not found: {method}") }
+    }
+
+    fn invalid_params(detail: &str) -> RpcError {
+        RpcError { code: -32602, message: format!("Invalid params: {detail}") }
+    }
+}
+// ANCHOR_END: message
+
+// ANCHOR: parse
+/// Read a body as one JSON-RPC message, or say why it is not one.
+fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
+    let json: Value = serde_json::from_slice(body).map_err(|e| RpcError::parse_error(&e.to_string()))?;
+    // One object per message. (2025-03-26 allowed an array, a "batch"; the next
+    // revision removed it again, so an array is not a message.)
+    let Value::Object(object) = json else {
+        return Err(RpcError::invalid_request("expected one JSON object"));
+    };
+    if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Err(RpcError::invalid_request(r#"`jsonrpc` must be "2.0""#));
+    }
+    let params = match object.get("params") {
+        None | Some(Value::Object(_) | Value::Array(_)) => object.get("params").cloned(),
+        Some(_) => return Err(RpcError::invalid_request("`params` must be an object or an array")),
+    };
+    // Absent is not the same as null: no `id` member makes a notification, while
+    // `"id": null` is a request with an id nobody could answer to.
+    let id = object.get("id").map(valid_id).transpose()?;
+
+    match (object.get("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method: method.clone(), params }),
+        (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone() }),
+        (Some(_), _) => Err(RpcError::invalid_request("`method` must be a string")),
+        (None, Some(_)) if is_response(&object) => Ok(Message::Response),
+        (None, _) => Err(RpcError::invalid_request("a message needs a `method`, or a `result` or `error`")),
+    }
+}
+
+/// An id is a string or an integer, and comes back exactly as it was sent: `"7"`
+/// stays a string, `7` a number.
+fn valid_id(id: &Value) -> Result<Value, RpcError> {
+    match id {
+        Value::String(_) => Ok(id.clone()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Ok(id.clone()),
+        _ => Err(RpcError::invalid_request("`id` must be a string or an integer")),
+    }
+}
+
+/// A response has exactly one of `result` and `error`.
+fn is_response(object: &Map<String, Value>) -> bool {
+    object.contains_key("result") != object.contains_key("error")
+}
+// ANCHOR_END: parse
+
+// ANCHOR: reply
+/// The response envelope. Field order is the order on the wire:
+/// `{"jsonrpc": "2.0", "id": ..., "result": ...}` or `{..., "error": ...}`.
+#[derive(Serialize)]
+struct RpcResponse {
+    jsonrpc: &'static str,
+    id: Value,
+    #[serde(flatten)]
+    outcome: Outcome,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Outcome {
+    Result(Value),
+    Error(RpcError),
+}
+
+/// Wrap a method's outcome in the envelope, with the request's own id.
+fn reply(status: u16, id: Value, outcome: Result<Value, RpcError>) -> Response {
+    let outcome = match outcome {
+        Ok(result) => Outcome::Result(result),
+        Err(error) => Outcome::Error(error),
+    };
+    let body = serde_json::to_string(&RpcResponse { jsonrpc: "2.0", id, outcome }).expect("serializable");
+    Response::json(status, body)
+}
+// ANCHOR_END: reply
+
+// ---------------------------------------------------------------------------
+// MCP layer: the methods.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: dispatch
+/// Answer a request by its method.
+fn dispatch(method: &str, params: Option<&Value>) -> Result<Value, RpcError> {
+    match method {
+        "initialize" => initialize(params),
+        "ping" => Ok(json!({})),
+        _ => Err(RpcError::method_not_found(method)),
+    }
+}
+// ANCHOR_END: dispatch
+
+// ANCHOR: initialize
+/// The protocol revisions this server speaks, newest first.
+const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Who this server is, for `serverInfo`. The version is the chapter's.
+const SERVER_NAME: &str = "pingme";
+const SERVER_VERSION: &str = "0.9.0";
+
+/// The handshake: agree on a revision and say what this server can do.
+fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`protocolVersion` must be a string"))?;
+    // Negotiation: answer the client's revision when we speak it, else our newest.
+    // Never an error: the client reads our answer and decides whether to go on.
+    let version = if SUPPORTED_VERSIONS.contains(&requested) { requested } else { SUPPORTED_VERSIONS[0] };
+    Ok(json!({
+        "protocolVersion": version,
+        // Nothing to offer yet; chapter 3 adds `tools`.
+        "capabilities": {},
+        "serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION },
+    }))
+}
+// ANCHOR_END: initialize

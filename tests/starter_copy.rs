@@ -1,0 +1,122 @@
+//! The starter stands alone: `workbook starter DIR` writes chapter 10 as a new crate,
+//! the crate builds offline with nothing but its four dependencies (from the local
+//! cargo cache, warm because the workbook itself just built), and the binary it
+//! builds passes chapter 10's whole transcript, over HTTP and over stdio.
+//!
+//! The copy builds in its own target folder under the temporary folder: the
+//! workbook's own is locked by the `cargo test` running this test. A debug build of
+//! the four crates takes some ten seconds on two cores.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mcp_workbook::chapters;
+use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::starter;
+use mcp_workbook::transcript;
+
+/// A scratch folder under the system's temporary folder, removed when dropped
+/// (kept when the test fails, so the copy can be inspected).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let path = std::env::temp_dir().join(format!("mcp-workbook-starter-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("a scratch folder");
+        Scratch(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn run(command: &mut Command) -> (bool, String) {
+    let output = command.output().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text)
+}
+
+#[test]
+fn the_starter_copied_into_a_new_crate_builds_and_passes_its_transcript() {
+    let scratch = Scratch::new();
+    let copy = scratch.0.join("my-server");
+
+    // 1. The workbook writes the crate.
+    let (ok, said) = run(Command::new(env!("CARGO_BIN_EXE_workbook")).arg("starter").arg(&copy));
+    assert!(ok, "workbook starter failed:\n{said}");
+    for file in ["Cargo.toml", "Cargo.lock", "src/main.rs", "src/http.rs", ".gitignore"] {
+        assert!(copy.join(file).is_file(), "the copy has no {file}");
+    }
+    let main = std::fs::read_to_string(copy.join("src/main.rs")).unwrap();
+    assert!(!main.contains("mcp_workbook"), "the copy still reaches into the workbook");
+
+    // 2. It builds offline, on its own, without a warning.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let target = scratch.0.join("target");
+    let (ok, said) = run(Command::new(&cargo)
+        .args(["build", "--offline"])
+        .current_dir(&copy)
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("RUSTFLAGS"));
+    assert!(ok, "the copy does not build:\n{said}");
+    assert!(!said.contains("warning"), "the copy builds with warnings:\n{said}");
+    let binary = target.join("debug").join(format!("my-server{}", std::env::consts::EXE_SUFFIX));
+
+    // 3. Its `--help` says what every flag does.
+    let (ok, help) = run(Command::new(&binary).arg("--help"));
+    assert!(ok, "--help failed:\n{help}");
+    let undocumented = undocumented_flags(&help);
+    assert!(undocumented.is_empty(), "flags without a description in --help: {undocumented:?}\n{help}");
+
+    // 4. It passes chapter 10's transcript, every exchange, both transports.
+    replay_starter_transcript(&binary);
+}
+
+/// The option lines of clap's `--help` (`  -x, --flag <VALUE>  text`) that have no
+/// text after the flag.
+fn undocumented_flags(help: &str) -> Vec<String> {
+    help.lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with('-'))
+        .filter(|line| {
+            // clap separates the flag from its description by two or more spaces.
+            let description = line.split_once("  ").map(|(_, rest)| rest.trim()).unwrap_or("");
+            description.is_empty()
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+fn replay_starter_transcript(binary: &Path) {
+    let chapter = chapters::find(starter::CHAPTER).expect("the starter is a chapter");
+    let path = chapter.transcript_path();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let transcript = transcript::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(!transcript.exchanges.is_empty() && !transcript.stdio.is_empty(), "the starter shows both transports");
+
+    let server = RunningServer::start(binary, &transcript.server_args).expect("the copy starts");
+    let mut failures: Vec<String> =
+        replay::replay(&transcript, server.address).iter().filter(|o| !o.passed()).map(replay::explain).collect();
+    failures
+        .extend(replay::replay_stdio(&transcript, binary).iter().filter(|o| !o.passed()).map(replay::explain_stdio));
+    assert!(
+        failures.is_empty(),
+        "the copy differs from {} in {} exchanges:\n\n{}\nHTTP server stderr:\n{}",
+        path.display(),
+        failures.len(),
+        failures.join("\n"),
+        server.stderr()
+    );
+}
+
+#[test]
+fn the_help_check_finds_a_flag_without_text() {
+    let help = "Options:\n      --bind <BIND>  Address to listen on\n      --quiet\n  -h, --help  Print help\n";
+    assert_eq!(undocumented_flags(help), ["--quiet"]);
+}
