@@ -21,6 +21,8 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 4, name: "ch04-tools-call", title: "tools/call: running tools" },
     Chapter { number: 5, name: "ch05-errors", title: "Errors: three layers of failure" },
     Chapter { number: 6, name: "ch06-structured-output", title: "Structured output" },
+    Chapter { number: 7, name: "ch07-hardening", title: "Hardening" },
+    Chapter { number: 8, name: "ch08-stateless", title: "Stateless MCP (2026-07-28)" },
     Chapter { number: 9, name: "ch09-stdio", title: "stdio" },
     Chapter { number: 10, name: "ch10-starter", title: "The starter" },
 ];

@@ -229,6 +229,10 @@ fn door(client: TcpStream, inner: SocketAddr, limit: usize) {
     // while the response flows back on this one.
     thread::spawn(move || {
         let _ = io::copy(&mut from_client, &mut to_inner);
+        // The client hung up or fell silent: say so to `tiny_http`, or the worker
+        // reading this body would wait for the rest of it forever (`from_inner`
+        // keeps the socket open, so dropping `to_inner` alone does not close it).
+        let _ = to_inner.shutdown(Shutdown::Write);
     });
     let mut from_inner = BufReader::new(from_inner);
     // `100 Continue` passes as it is; the final response says the connection closes.

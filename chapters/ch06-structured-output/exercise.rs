@@ -18,6 +18,7 @@
 //! - `PingME` keeps a plain text result: its reader is a model, and there is nothing
 //!   for a program to take apart.
 //!
+//! `--demo-faults` still adds chapter 5's `split_shift`, the tool with a bug.
 //! Read it top to bottom: the HTTP layer, then the JSON-RPC layer, then the methods.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
