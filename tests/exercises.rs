@@ -212,6 +212,8 @@ exercise_tests! {
     ch04_tools_call => "ch04-tools-call",
     ch05_errors => "ch05-errors",
     ch06_structured_output => "ch06-structured-output",
+    ch07_hardening => "ch07-hardening",
+    ch08_stateless => "ch08-stateless",
     ch09_stdio => "ch09-stdio",
 }
 
