@@ -78,19 +78,27 @@ fn the_starter_copied_into_a_new_crate_builds_and_passes_its_transcript() {
     replay_starter_transcript(&binary);
 }
 
-/// The option lines of clap's `--help` (`  -x, --flag <VALUE>  text`) that have no
-/// text after the flag.
+/// The options in clap's `--help` that have no description. Clap puts a description
+/// after the flag on the same line (`  -x, --flag <VALUE>  text`) or, when the help
+/// is long, on the lines below it, indented deeper.
 fn undocumented_flags(help: &str) -> Vec<String> {
-    help.lines()
-        .map(str::trim)
-        .filter(|line| line.starts_with('-'))
-        .filter(|line| {
-            // clap separates the flag from its description by two or more spaces.
-            let description = line.split_once("  ").map(|(_, rest)| rest.trim()).unwrap_or("");
-            description.is_empty()
-        })
-        .map(str::to_string)
-        .collect()
+    let lines: Vec<&str> = help.lines().collect();
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let mut undocumented = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let option = line.trim();
+        if !option.starts_with('-') {
+            continue;
+        }
+        let same_line = option.split_once("  ").is_some_and(|(_, text)| !text.trim().is_empty());
+        let below = lines.get(i + 1).is_some_and(|next| {
+            !next.trim().is_empty() && !next.trim().starts_with('-') && indent(next) > indent(line)
+        });
+        if !same_line && !below {
+            undocumented.push(option.to_string());
+        }
+    }
+    undocumented
 }
 
 fn replay_starter_transcript(binary: &Path) {
@@ -117,6 +125,8 @@ fn replay_starter_transcript(binary: &Path) {
 
 #[test]
 fn the_help_check_finds_a_flag_without_text() {
-    let help = "Options:\n      --bind <BIND>  Address to listen on\n      --quiet\n  -h, --help  Print help\n";
-    assert_eq!(undocumented_flags(help), ["--quiet"]);
+    let short = "Options:\n      --bind <BIND>  Address to listen on\n      --quiet\n  -h, --help  Print help\n";
+    assert_eq!(undocumented_flags(short), ["--quiet"]);
+    let long = "Options:\n      --bind <BIND>\n          Address to listen on\n      --quiet\n  -h, --help\n          Print help\n";
+    assert_eq!(undocumented_flags(long), ["--quiet"]);
 }
