@@ -43,8 +43,10 @@ pub enum Target {
 /// One exchange, checked.
 pub struct Checked<'a> {
     pub outcome: Exchanged<'a>,
-    /// The panic the server printed to stderr while answering, when the check started
-    /// the server (and so can read its stderr).
+    /// What the server wrote to stderr while giving a wrong answer, when the check
+    /// started the server (and so can read it); empty otherwise.
+    pub log: String,
+    /// The panic in `log`, if there is one.
     pub panic: Option<Panic>,
 }
 
@@ -114,8 +116,21 @@ impl Panic {
 /// on its stderr pipe (it is written before the response, but read on another thread).
 const PANIC_GRACE: Duration = Duration::from_millis(150);
 
-/// Replay every exchange of `transcript` against `address`, in order. When `server` is
-/// the process the check started, a wrong answer is paired with the panic it printed.
+/// Check every exchange of `transcript` against `program` (the learner's exercise or
+/// the chapter), as `cargo run -- check` does: the HTTP exchanges against one server
+/// started on port 0, then each stdio exchange in a process of its own.
+pub fn run_binary<'a>(transcript: &'a Transcript, program: &Path) -> Result<Vec<Checked<'a>>, String> {
+    let mut results = Vec::new();
+    if !transcript.exchanges.is_empty() {
+        let server = RunningServer::start(program, &transcript.server_args).map_err(|e| e.to_string())?;
+        results.extend(run(transcript, server.address, Some(&server)));
+    }
+    results.extend(run_stdio(transcript, program));
+    Ok(results)
+}
+
+/// Replay every HTTP exchange of `transcript` against `address`, in order. When `server`
+/// is the process the check started, a wrong answer is paired with what it logged.
 pub fn run<'a>(transcript: &'a Transcript, address: SocketAddr, server: Option<&RunningServer>) -> Vec<Checked<'a>> {
     transcript
         .exchanges
@@ -123,11 +138,11 @@ pub fn run<'a>(transcript: &'a Transcript, address: SocketAddr, server: Option<&
         .map(|exchange| {
             let before = server.map_or(0, |s| s.stderr().len());
             let outcome = replay::run_exchange(exchange, address, Strictness::Learner);
-            let panic = match server {
-                Some(server) if !outcome.passed() => panic_since(server, before),
-                _ => None,
+            let log = match server {
+                Some(server) if !outcome.passed() => log_since(server, before),
+                _ => String::new(),
             };
-            Checked { outcome: Exchanged::Http(outcome), panic }
+            Checked { outcome: Exchanged::Http(outcome), panic: find_panic(&log), log }
         })
         .collect()
 }
@@ -141,24 +156,23 @@ pub fn run_stdio<'a>(transcript: &'a Transcript, program: &Path) -> Vec<Checked<
         .iter()
         .map(|exchange| {
             let outcome = replay::run_stdio_exchange(exchange, program, &args, Strictness::Learner);
-            let panic = match &outcome.actual {
-                Ok(run) if !outcome.passed() => find_panic(&run.stderr),
-                _ => None,
+            let log = match &outcome.actual {
+                Ok(run) if !outcome.passed() => run.stderr.clone(),
+                _ => String::new(),
             };
-            Checked { outcome: Exchanged::Stdio(outcome), panic }
+            Checked { outcome: Exchanged::Stdio(outcome), panic: find_panic(&log), log }
         })
         .collect()
 }
 
-fn panic_since(server: &RunningServer, before: usize) -> Option<Panic> {
+/// What the server logged since `before`, once a panic report in it is complete, or
+/// after [`PANIC_GRACE`] when none comes.
+fn log_since(server: &RunningServer, before: usize) -> String {
     let deadline = Instant::now() + PANIC_GRACE;
     loop {
-        let log = server.stderr();
-        if let Some(panic) = find_panic(log.get(before..).unwrap_or("")) {
-            return Some(panic);
-        }
-        if Instant::now() >= deadline {
-            return None;
+        let log = server.stderr().get(before..).unwrap_or("").to_string();
+        if find_panic(&log).is_some() || Instant::now() >= deadline {
+            return log;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -183,26 +197,17 @@ pub fn all_passed(results: &[Checked]) -> bool {
 }
 
 /// The report's first lines: what is checked against what.
-/// `address` is where the HTTP exchanges go, if any go anywhere.
-pub fn heading(chapter: &Chapter, target: &Target, address: Option<SocketAddr>, transcript: &Transcript) -> String {
+pub fn heading(chapter: &Chapter, target: &Target, transcript: &Transcript) -> String {
     let server = match target {
-        Target::Exercise => format!("your exercise, {}", relative(&chapter.exercise_path())),
+        Target::Exercise => format!("your exercise, {}, started by the check", relative(&chapter.exercise_path())),
         Target::Solution => format!("the chapter's own server, {}", relative(&chapter.solution_path())),
-        Target::Url(_) => "the server you started".to_string(),
+        Target::Url(url) => format!("the server you started, at {url}"),
     };
-    let mut places = Vec::new();
-    if let Some(address) = address {
-        places.push(format!("at http://{address}/mcp"));
-    }
-    if !transcript.stdio.is_empty() && !matches!(target, Target::Url(_)) {
-        places.push(format!("and started with {} once per stdio exchange", transcript.stdio_args().join(" ")));
-    }
     let count = transcript.exchanges.len() + transcript.stdio.len();
     format!(
-        "Checking chapter {}: {}\n  server:    {server}, {}\n  expected:  the {count} exchanges of {} (the book shows them too)\n",
+        "Checking chapter {}: {}\n  server:    {server}\n  expected:  the {count} exchanges of {} (the book shows them too)\n",
         chapter.number,
         chapter.title,
-        places.join(" "),
         relative(&chapter.transcript_path()),
     )
 }
@@ -290,6 +295,14 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
         }
     }
     text.push('\n');
+    if checked.panic.is_none() && ended_badly(checked) && !checked.log.trim().is_empty() {
+        say(&mut text, "Its log (stderr), last lines:");
+        let lines: Vec<&str> = checked.log.lines().collect();
+        for line in &lines[lines.len().saturating_sub(8)..] {
+            say(&mut text, &format!("  {line}"));
+        }
+        text.push('\n');
+    }
     for note in checked.notes() {
         let note = format!("Note: your {} is worded differently; that alone does not count against you.", note.path);
         text.push_str(&wrap_words(&note, 6));
@@ -321,6 +334,17 @@ fn wrap_words(text: &str, indent: usize) -> String {
 /// `COLUMNS` when the shell exports it, else 100.
 fn terminal_width() -> usize {
     std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()).unwrap_or(100).max(60)
+}
+
+/// No answer came, or the stdio process did not end well: its log may say why.
+fn ended_badly(checked: &Checked) -> bool {
+    match &checked.outcome {
+        Exchanged::Http(outcome) => outcome.actual.is_err(),
+        Exchanged::Stdio(outcome) => {
+            outcome.mismatches.iter().any(|m| matches!(m, StdioMismatch::DidNotExit | StdioMismatch::Failed { .. }))
+                || outcome.actual.is_err()
+        }
+    }
 }
 
 /// The first thing to say about a failure, when there is something better to say than
@@ -358,7 +382,7 @@ fn why_it_failed(checked: &Checked, target: &Target) -> Option<String> {
             Some(format!("Is your server still running at {url}?"))
         }
         (Exchanged::Http(Outcome { actual: Err(_), .. }), _) => {
-            Some("The server stopped answering: did it exit? Its messages are above.".to_string())
+            Some("The server stopped answering: did it exit? Its last words are below.".to_string())
         }
         _ => None,
     }
@@ -622,7 +646,8 @@ mod tests {
 
     fn checked<'a>(exchange: &'a Exchange, actual: HttpResponse, panic: Option<Panic>) -> Checked<'a> {
         let (mismatches, notes) = replay::compare_with(&exchange.expected, &actual, Strictness::Learner);
-        Checked { outcome: Exchanged::Http(Outcome { exchange, actual: Ok(actual), mismatches, notes }), panic }
+        let outcome = Exchanged::Http(Outcome { exchange, actual: Ok(actual), mismatches, notes });
+        Checked { outcome, log: String::new(), panic }
     }
 
     fn json(status: u16, body: &str) -> HttpResponse {

@@ -141,20 +141,14 @@ fn check(chapter: &Chapter, target: &Target) -> Result<bool, String> {
             chapter.number, chapter.number
         ));
     }
-    // The binary the check builds and starts: none for a server at a URL.
-    let binary = match target {
-        Target::Exercise => Some(chapter.exercise_binary()),
-        Target::Solution => Some(chapter.name.to_string()),
-        Target::Url(_) => None,
-    };
-    let mut results = Vec::new();
-    let server = match (&binary, transcript.exchanges.is_empty()) {
-        (Some(binary), false) => Some(start(binary, &transcript)?),
-        _ => None,
-    };
-    let address = match (&server, target) {
-        (Some(server), _) => Some(server.address),
-        (None, Target::Url(url)) if !transcript.exchanges.is_empty() => {
+    let results = match target {
+        Target::Exercise | Target::Solution => {
+            let binary = if *target == Target::Exercise { chapter.exercise_binary() } else { chapter.name.to_string() };
+            let program = build(&binary)?;
+            println!("{}", check::heading(chapter, target, &transcript));
+            check::run_binary(&transcript, &program)?
+        }
+        Target::Url(url) => {
             let address =
                 replay::address_of_url(url).ok_or_else(|| format!("not an http://HOST:PORT/mcp URL: {url}"))?;
             if TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_err() {
@@ -165,24 +159,13 @@ fn check(chapter: &Chapter, target: &Target) -> Result<bool, String> {
                     transcript.server_args.iter().map(|arg| format!(" {arg}")).collect::<String>()
                 ));
             }
-            Some(address)
+            println!("{}", check::heading(chapter, target, &transcript));
+            check::run(&transcript, address, None)
         }
-        _ => None,
     };
-    // stdio exchanges each start a process of their own: there is none to start at a URL.
-    let program = match (&binary, transcript.stdio.is_empty()) {
-        (Some(binary), false) => Some(build(binary)?),
-        _ => None,
-    };
-    println!("{}", check::heading(chapter, target, address, &transcript));
-    if let Some(address) = address {
-        results.extend(check::run(&transcript, address, server.as_ref()));
-    }
-    if let Some(program) = &program {
-        results.extend(check::run_stdio(&transcript, program));
-    }
     print!("{}", check::render(&results, target));
-    let unchecked = if program.is_none() { transcript.stdio.len() } else { 0 };
+    // A server at a URL is reached over HTTP only: stdio exchanges need a process.
+    let unchecked = if matches!(target, Target::Url(_)) { transcript.stdio.len() } else { 0 };
     print!("{}", check::summary(chapter, target, &results, unchecked));
     Ok(check::all_passed(&results))
 }

@@ -18,7 +18,6 @@ use std::path::Path;
 
 use mcp_workbook::chapters::{self, CHAPTERS, Chapter};
 use mcp_workbook::check;
-use mcp_workbook::replay::RunningServer;
 use mcp_workbook::transcript::{self, Transcript};
 
 fn transcript_of(chapter: &Chapter) -> Transcript {
@@ -31,13 +30,7 @@ fn transcript_of(chapter: &Chapter) -> Transcript {
 /// exchanges passed and the report a learner would read.
 fn check_binary(chapter: &Chapter, binary: &str) -> (usize, usize, String) {
     let transcript = transcript_of(chapter);
-    let mut results = Vec::new();
-    let server;
-    if !transcript.exchanges.is_empty() {
-        server = RunningServer::start(Path::new(binary), &transcript.server_args).expect("server starts");
-        results.extend(check::run(&transcript, server.address, Some(&server)));
-    }
-    results.extend(check::run_stdio(&transcript, Path::new(binary)));
+    let results = check::run_binary(&transcript, Path::new(binary)).expect("the server starts");
     let passed = results.iter().filter(|r| r.passed()).count();
     let report = check::render(&results, &check::Target::Exercise);
     (passed, results.len(), report)

@@ -17,8 +17,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use clap::Parser;
 // The HTTP base, `src/http.rs`: the workbook's library here; in a copy made by
 // `cargo run -- starter DIR`, a module of the copy's own, and this line `mod http;`.
-use mcp_workbook::http;
 use http::{Config, Request, Response};
+use mcp_workbook::http;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
