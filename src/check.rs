@@ -29,7 +29,8 @@ use crate::chapters::{self, Chapter};
 use crate::replay::{self, Mismatch, Note, Outcome, RunningServer, StdioMismatch, StdioOutcome, Strictness};
 use crate::transcript::{self, HttpResponse, Transcript};
 
-/// Whose server is being checked: it changes only the words of the report.
+/// Whose server is being checked: which binary the check starts (none for a URL), and
+/// the words of the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// The learner's `exercise.rs`, started by the check.
