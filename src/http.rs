@@ -198,35 +198,76 @@ fn too_large(limit: usize) -> Response {
 }
 
 // ANCHOR: door
-/// One client connection, in front of `tiny_http`: read the request's headers; if
-/// they declare a body over `limit`, answer `413` and close without reading it;
-/// otherwise relay the request to `tiny_http` and its response back, and close.
-///
-/// The door serves one request per connection and says so (`Connection: close`), so
-/// it never has to find where one request ends and the next begins.
+/// One client connection, in front of `tiny_http`. For each request on it: read the
+/// headers; if they declare a body over `limit`, answer `413` and close without
+/// reading it; otherwise pass the request to `tiny_http` and its response back, and
+/// wait for the client's next request on the same connection (keep-alive).
 fn door(client: TcpStream, inner: SocketAddr, limit: usize) {
-    // A client that stops sending halfway through its headers or body is let go.
+    // A client that falls silent halfway through a request (or between two) is let go.
     let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
     let Ok(reader) = client.try_clone() else { return };
     let mut from_client = BufReader::new(reader);
-    let Some(head) = read_head(&mut from_client) else { return };
     let mut to_client = client;
-
-    if declared_length(&head).is_some_and(|length| length > limit) {
-        let _ = to_client.write_all(&raw_response(&too_large(limit)));
-        // Dropping the socket closes it; the body is never read. Shutting down our side
-        // first lets the client read the whole answer before it sees the close.
-        let _ = to_client.shutdown(Shutdown::Write);
-        return;
-    }
-
     let Ok(mut to_inner) = TcpStream::connect(inner) else { return };
-    let Ok(from_inner) = to_inner.try_clone() else { return };
-    if to_inner.write_all(&with_connection_close(&head)).is_err() {
+    let Ok(reader) = to_inner.try_clone() else { return };
+    let mut from_inner = BufReader::new(reader);
+
+    while let Some(head) = read_head(&mut from_client) {
+        let length = declared_length(&head);
+        if length.is_some_and(|length| length > limit) {
+            let _ = to_client.write_all(&raw_response(&too_large(limit)));
+            // Closing ends the body unread. Shutting down our side first lets the
+            // client read the whole answer before it sees the close.
+            let _ = to_client.shutdown(Shutdown::Write);
+            return;
+        }
+        let Some(length) = length.or_else(|| (!is_chunked(&head)).then_some(0)) else {
+            // A chunked body has no declared end: relay it, and this one response,
+            // then close, so the door never has to decode chunks.
+            return relay_to_the_end(&head, from_client, to_client, to_inner, from_inner);
+        };
+        // A client that asked to hear `100 Continue` before sending a body hears it
+        // from the door, which has just checked the length itself.
+        let head = if header_in(&String::from_utf8_lossy(&head), "expect").is_some() {
+            let _ = to_client.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+            replace_header(&head, "expect", None)
+        } else {
+            head
+        };
+        // The request, then exactly its body, then exactly the response's.
+        let forwarded = to_inner.write_all(&head).is_ok()
+            && io::copy(&mut (&mut from_client).take(length as u64), &mut to_inner).is_ok_and(|n| n == length as u64);
+        if !forwarded || !pass_response(&mut from_inner, &mut to_client) {
+            return;
+        }
+        if says_close(&head) {
+            return;
+        }
+    }
+}
+
+/// Copy one response from `tiny_http` to the client. `false` when either side is
+/// gone, or when the response closes the connection.
+fn pass_response(from_inner: &mut BufReader<TcpStream>, to_client: &mut TcpStream) -> bool {
+    let Some(head) = read_head(from_inner) else { return false };
+    // `to_tiny_http` makes every response declare its length.
+    let length = declared_length(&head).unwrap_or(0) as u64;
+    to_client.write_all(&head).is_ok()
+        && io::copy(&mut from_inner.take(length), to_client).is_ok_and(|n| n == length)
+        && !says_close(&head)
+}
+
+/// The old way, for a chunked request: one request, relayed both ways until the end.
+fn relay_to_the_end(
+    head: &[u8],
+    mut from_client: BufReader<TcpStream>,
+    mut to_client: TcpStream,
+    mut to_inner: TcpStream,
+    mut from_inner: BufReader<TcpStream>,
+) {
+    if to_inner.write_all(&replace_header(head, "connection", Some("close"))).is_err() {
         return;
     }
-    // The body (or whatever the client sends) flows to `tiny_http` on its own thread,
-    // while the response flows back on this one.
     thread::spawn(move || {
         let _ = io::copy(&mut from_client, &mut to_inner);
         // The client hung up or fell silent: say so to `tiny_http`, or the worker
@@ -234,15 +275,6 @@ fn door(client: TcpStream, inner: SocketAddr, limit: usize) {
         // keeps the socket open, so dropping `to_inner` alone does not close it).
         let _ = to_inner.shutdown(Shutdown::Write);
     });
-    let mut from_inner = BufReader::new(from_inner);
-    // `100 Continue` passes as it is; the final response says the connection closes.
-    while let Some(head) = read_head(&mut from_inner) {
-        let interim = head.starts_with(b"HTTP/1.1 1") || head.starts_with(b"HTTP/1.0 1");
-        let head = if interim { head } else { with_connection_close(&head) };
-        if to_client.write_all(&head).is_err() || !interim {
-            break;
-        }
-    }
     let _ = io::copy(&mut from_inner, &mut to_client);
     let _ = to_client.shutdown(Shutdown::Both);
 }
@@ -264,18 +296,41 @@ fn read_head(reader: &mut impl BufRead) -> Option<Vec<u8>> {
 
 /// The `Content-Length` a request head declares, if any (and if it is a number).
 fn declared_length(head: &[u8]) -> Option<usize> {
-    String::from_utf8_lossy(head).lines().skip(1).find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.trim().eq_ignore_ascii_case("content-length").then(|| value.trim().parse().ok())?
+    header_in(&String::from_utf8_lossy(head), "content-length")?.parse().ok()
+}
+
+/// The value of header `name` in an HTTP head, if present.
+fn header_in<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().skip(1).find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.trim().eq_ignore_ascii_case(name).then_some(value.trim())
     })
 }
 
-/// The same head, with any `Connection` header replaced by `Connection: close`.
-fn with_connection_close(head: &[u8]) -> Vec<u8> {
+fn is_chunked(head: &[u8]) -> bool {
+    header_in(&String::from_utf8_lossy(head), "transfer-encoding").is_some()
+}
+
+/// Whether a request or response ends its connection: `Connection: close`, or
+/// HTTP/1.0 without `Connection: keep-alive`.
+fn says_close(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
-    let mut lines: Vec<&str> = text.split("\r\n").filter(|line| !line.is_empty()).collect();
-    lines.retain(|line| !line.split(':').next().unwrap_or("").trim().eq_ignore_ascii_case("connection"));
-    lines.push("Connection: close");
+    match header_in(&text, "connection") {
+        Some(value) => value.eq_ignore_ascii_case("close"),
+        None => text.lines().next().is_some_and(|line| line.contains("HTTP/1.0")),
+    }
+}
+
+/// The same head without header `name`, and with `name: value` added when given.
+fn replace_header(head: &[u8], name: &str, value: Option<&str>) -> Vec<u8> {
+    let text = String::from_utf8_lossy(head);
+    let mut lines: Vec<String> = text
+        .split("\r\n")
+        .filter(|line| !line.is_empty())
+        .filter(|line| !line.split(':').next().unwrap_or("").trim().eq_ignore_ascii_case(name))
+        .map(str::to_string)
+        .collect();
+    lines.extend(value.map(|value| format!("{name}: {value}")));
     format!("{}\r\n\r\n", lines.join("\r\n")).into_bytes()
 }
 
@@ -306,7 +361,10 @@ fn to_tiny_http(response: Response) -> tiny_http::Response<io::Cursor<Vec<u8>>> 
         io::Cursor::new(response.body),
         Some(length),
         None,
-    );
+    )
+    // Always `Content-Length`, never chunked: the door relies on it to find where a
+    // response ends.
+    .with_chunked_threshold(usize::MAX);
     for (name, value) in &response.headers {
         let header = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
             .expect("handlers write ASCII header names and values");

@@ -42,7 +42,7 @@ fn send_and_read(address: SocketAddr, head: &str, body: &[u8]) -> (String, Durat
 
 fn ping(address: SocketAddr) -> String {
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
         PING.len()
     );
     send_and_read(address, &head, PING.as_bytes()).0
@@ -115,4 +115,39 @@ fn the_limit_is_a_flag_and_holds_for_sent_and_chunked_bodies() {
 
     // Under the limit, as usual.
     assert!(ping(address).starts_with("HTTP/1.1 200"));
+}
+
+#[test]
+fn requests_under_the_limit_share_one_connection() {
+    let server = start(env!("CARGO_BIN_EXE_ch01-envelope"), &[]);
+    let address = server.address;
+    let mut stream = connect(address);
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        PING.len()
+    );
+    // Two requests, one after the other, on the same connection (keep-alive): the door
+    // passes each to tiny_http and each answer back, and keeps the connection open.
+    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+    for _ in 0..2 {
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(PING.as_bytes()).unwrap();
+        let mut status = String::new();
+        std::io::BufRead::read_line(&mut reader, &mut status).unwrap();
+        assert!(status.starts_with("HTTP/1.1 200"), "{status:?}");
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        assert!(String::from_utf8_lossy(&body).contains(r#""id":1"#), "{body:?}");
+    }
 }
