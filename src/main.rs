@@ -26,7 +26,7 @@ use mcp_workbook::starter;
 use mcp_workbook::transcript::{self, Transcript};
 
 #[derive(Parser)]
-#[command(about = "The MCP workbook: list the chapters, check a server against a transcript")]
+#[command(about = "The MCP workbook: list the chapters, check a server against a transcript, write the starter")]
 struct Cli {
     #[command(subcommand)]
     command: Action,

@@ -528,13 +528,11 @@ impl StdioRun {
     }
 }
 
-// ANCHOR: run_stdio
 /// Start `program ARGS`, write each input line followed by `\n`, close its stdin,
 /// and collect what it writes until it exits.
 pub fn run_stdio(program: &Path, args: &[String], input: &[String]) -> io::Result<StdioRun> {
     run_stdio_within(program, args, input, TIMEOUT)
 }
-// ANCHOR_END: run_stdio
 
 fn run_stdio_within(program: &Path, args: &[String], input: &[String], timeout: Duration) -> io::Result<StdioRun> {
     let mut child = Command::new(program)
@@ -594,7 +592,6 @@ pub enum StdioMismatch {
     Failed { status: String },
 }
 
-// ANCHOR: compare_stdio
 /// Compare a run with the exchange: the lines (each as JSON when it is JSON), that
 /// the last one ends with `\n`, and that the process exited successfully by itself.
 pub fn compare_stdio(expected: &[String], actual: &StdioRun) -> Vec<StdioMismatch> {
@@ -615,7 +612,6 @@ pub fn compare_stdio(expected: &[String], actual: &StdioRun) -> Vec<StdioMismatc
     }
     mismatches
 }
-// ANCHOR_END: compare_stdio
 
 /// [`compare_stdio`], with free text let through as notes when `strictness` says so:
 /// each line written is one message, held to the same rule as an HTTP body.

@@ -1,17 +1,23 @@
-//! Chapter 9: stdio (stand-in: chapter 6 + stdio, until chapter 8 lands).
+//! Chapter 9: stdio.
 //!
-//! Chapter 5's server, with results a program can use as well as a model:
-//! - `calculate_overtime` declares an `outputSchema`, the shape of its results;
-//! - each successful result carries `structuredContent`, a JSON object that conforms
-//!   to that schema, built by serde from a typed Rust struct, and the same JSON as a
-//!   text block for clients (and models) that read only `content`;
-//! - `PingME` keeps a plain text result: its reader is a model, and there is nothing
-//!   for a program to take apart.
+//! Chapter 8's server, which a host can also start itself and talk to over the
+//! process's standard streams: `--stdio`.
+//! - stdin carries the client's messages, one JSON-RPC message per line; stdout
+//!   carries the answers, one per line, and nothing else; the log goes to stderr;
+//! - the same JSON-RPC and MCP layers answer: both eras, the same tools, the same
+//!   errors; a notification, a client's response or a blank line gets no line back,
+//!   and a line that is not JSON gets `-32700` with `"id": null`;
+//! - what belonged to HTTP falls away: no status codes, no `Host`, `Origin` or token
+//!   to check (only the process that started the server can write to it), no
+//!   headers to repeat the body of a 2026-07-28 request;
+//! - when the host closes stdin, the server exits.
 //!
-//! `--demo-faults` still adds chapter 5's `split_shift`, the tool with a bug.
-//! Read it top to bottom: the HTTP layer, then the JSON-RPC layer, then the methods.
+//! Without `--stdio` it serves HTTP exactly as chapter 8 does.
+//! Read it top to bottom: the HTTP layer, stdio, then the JSON-RPC layer, then the methods.
 
 use std::io::{self, BufRead, Write};
+use std::net::ToSocketAddrs;
+use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use clap::Parser;
@@ -21,9 +27,10 @@ use serde_json::{Map, Value, json};
 
 // ANCHOR: args
 #[derive(Parser)]
-#[command(about = "Chapter 9: the same server over stdio")]
+#[command(about = "Chapter 9: chapter 8's server over HTTP, or over stdin and stdout with --stdio")]
 struct Args {
-    /// Address to listen on. Port 0 picks a free port.
+    /// Address to listen on. Port 0 picks a free port. An address other machines can
+    /// reach (anything but 127.0.0.1 or [::1]) is your explicit choice: it prints a warning.
     #[arg(long, default_value = "127.0.0.1:8080")]
     bind: String,
     /// The largest request body, in bytes. A larger one is answered 413 unread.
@@ -32,21 +39,44 @@ struct Args {
     /// Also offer `split_shift`, a tool with a bug, to see what a panicking tool does.
     #[arg(long)]
     demo_faults: bool,
-    /// Speak MCP over stdin and stdout instead of HTTP: one message per line, logs
-    /// on stderr. For a host that starts the server itself (Claude Desktop).
-    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes"])]
+    /// Threads that answer requests [default: one per CPU core].
+    #[arg(long, value_name = "N")]
+    workers: Option<NonZeroUsize>,
+    /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
+    /// name a reverse proxy forwards. localhost, 127.0.0.1 and [::1] always work.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
+    /// Also accept requests sent with this `Origin` (repeatable), e.g.
+    /// https://app.example.com. http://localhost, http://127.0.0.1 and http://[::1],
+    /// on any port, always work.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// Require `Authorization: Bearer TOKEN` on every request. Prefer the environment
+    /// variable MCP_WORKBOOK_TOKEN: other users of the machine can read flags with `ps`.
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
+    /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
+    /// flags do not apply: only the process that started the server can talk to it.
+    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "allowed_hosts", "allowed_origins", "token"])]
     stdio: bool,
 }
 
+/// The environment variable that holds the bearer token when `--token` is not given.
+const TOKEN_VARIABLE: &str = "MCP_WORKBOOK_TOKEN";
+
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    let config = Config { max_body_bytes: args.max_body_bytes, ..Config::default() };
+    let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
+    let config = Config { workers, max_body_bytes: args.max_body_bytes };
     // The tools are built once, from the flags; every request reads the same list.
     let tools = tools(args.demo_faults);
     if args.stdio {
         return serve_stdio(&tools);
     }
-    http::serve(&args.bind, config, move |request| handle(request, &tools))
+    let token = args.token.or_else(|| std::env::var(TOKEN_VARIABLE).ok()).filter(|token| !token.is_empty());
+    let guard = Guard::new(&args.bind, &args.allowed_hosts, &args.allowed_origins, token);
+    http::serve(&args.bind, config, move |request| handle(request, &tools, &guard))
 }
 // ANCHOR_END: args
 
@@ -56,7 +86,11 @@ fn main() -> std::io::Result<()> {
 
 // ANCHOR: handle
 /// The whole server as a pure function: an HTTP request in, an HTTP response out.
-fn handle(request: &Request, tools: &[Tool]) -> Response {
+fn handle(request: &Request, tools: &[Tool], guard: &Guard) -> Response {
+    // Who is asking comes first: a request the guard refuses learns nothing else.
+    if let Err(refusal) = guard.admit(request) {
+        return refusal;
+    }
     if request.path != "/mcp" {
         return Response::empty(404);
     }
@@ -75,18 +109,31 @@ fn handle(request: &Request, tools: &[Tool]) -> Response {
         let error = RpcError::invalid_request("`Content-Type` must be application/json");
         return reply(415, Value::Null, Err(error));
     }
-    match parse_message(&request.body) {
+    let message = match parse_message(&request.body) {
+        Ok(message) => message,
         // Not a message at all: there is no id to answer to, hence `"id": null`.
-        Err(error) => reply(400, Value::Null, Err(error)),
-        Ok(Message::Request { id, method, params }) => {
+        Err(error) => return reply(400, Value::Null, Err(error)),
+    };
+    // A request in the 2026-07-28 envelope is served by that revision's rules.
+    if let Message::Request { id, method, params } = &message
+        && is_modern(Some(request), method, params.as_ref())
+    {
+        return format.wrap(answer_modern(Some(request), id.clone(), method, params.as_ref(), tools));
+    }
+    // Before any method runs: a revision this server does not speak is refused.
+    if let Err(error) = check_protocol_version(request, &message) {
+        return reply(400, message.id(), Err(error));
+    }
+    match message {
+        Message::Request { id, method, params } => {
             format.wrap(reply(200, id, dispatch(&method, params.as_ref(), tools)))
         }
         // Nobody waits for an answer to these: acknowledge, with no body.
-        Ok(Message::Notification { method }) => {
+        Message::Notification { method } => {
             eprintln!("notification: {method}");
             Response::empty(202)
         }
-        Ok(Message::Response) => Response::empty(202),
+        Message::Response => Response::empty(202),
     }
 }
 // ANCHOR_END: handle
@@ -166,15 +213,15 @@ fn serve_stdio(tools: &[Tool]) -> io::Result<()> {
     let mut line = Vec::new();
     loop {
         line.clear();
-        // Bytes, not a String: a line that is not UTF-8 gets a parse error, it
-        // does not end the loop.
+        // Bytes, not a String: a line that is not UTF-8 gets a parse error, it does
+        // not end the loop. At the end of input, a last line without `\n` still counts.
         if input.read_until(b'\n', &mut line)? == 0 {
             eprintln!("stdin closed: exiting");
             return Ok(());
         }
         if let Some(answer) = handle_line(&line, tools) {
-            // serde_json writes no raw newline (one inside a string is `\n`), so
-            // one message stays one line.
+            // serde_json writes no raw newline (one inside a string is `\n`), so one
+            // message stays one line.
             output.write_all(&answer)?;
             output.write_all(b"\n")?;
             output.flush()?; // the host is waiting for this line now, not later
@@ -182,26 +229,332 @@ fn serve_stdio(tools: &[Tool]) -> io::Result<()> {
     }
 }
 
-/// `handle` for one line: the same JSON-RPC and MCP layers, no HTTP. A
-/// notification, a response or a blank line gets no line back.
+/// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
+/// them. A notification, a response or a blank line gets no line back.
 fn handle_line(line: &[u8], tools: &[Tool]) -> Option<Vec<u8>> {
-    if line.trim_ascii().is_empty() {
+    // The `\n` that ends the line (and a `\r` before it) is framing, not message.
+    let line = line.trim_ascii();
+    if line.is_empty() {
         return None; // a blank line holds no message, so there is nothing to answer
     }
-    // The HTTP status `reply` computes has nowhere to go here: only the body is sent.
-    match parse_message(line) {
-        Err(error) => Some(reply(400, Value::Null, Err(error)).body),
-        Ok(Message::Request { id, method, params }) => {
-            Some(reply(200, id, dispatch(&method, params.as_ref(), tools)).body)
+    let response = match parse_message(line) {
+        Err(error) => reply(400, Value::Null, Err(error)),
+        // No headers here: a request is modern by its `_meta` alone.
+        Ok(Message::Request { id, method, params }) if is_modern(None, &method, params.as_ref()) => {
+            answer_modern(None, id, &method, params.as_ref(), tools)
         }
+        Ok(Message::Request { id, method, params }) => reply(200, id, dispatch(&method, params.as_ref(), tools)),
         Ok(Message::Notification { method }) => {
             eprintln!("notification: {method}");
-            None
+            return None;
         }
-        Ok(Message::Response) => None,
-    }
+        Ok(Message::Response) => return None,
+    };
+    // There is no status line on stdio: the status `reply` chose goes nowhere, and the
+    // JSON-RPC error in the body is the whole answer.
+    Some(response.body)
 }
 // ANCHOR_END: stdio
+
+// ANCHOR: guard
+/// Who may talk to this server. Every request passes [`Guard::admit`] before its body
+/// is even parsed.
+struct Guard {
+    /// Host names (lowercase, no port) this server answers as, besides the loopback ones.
+    hosts: Vec<String>,
+    /// Origins (lowercase) allowed besides the loopback ones.
+    origins: Vec<String>,
+    /// The bearer token every request must carry, when one is set.
+    token: Option<String>,
+}
+
+/// The names a server on this machine is always reachable as, on any port.
+const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+impl Guard {
+    /// The guard for a server bound to `bind`. Warns, on stderr, when that address is
+    /// reachable from other machines.
+    fn new(bind: &str, hosts: &[String], origins: &[String], token: Option<String>) -> Guard {
+        let mut hosts: Vec<String> = hosts.iter().filter_map(|h| host_name(h)).map(str::to_ascii_lowercase).collect();
+        for address in bind.to_socket_addrs().into_iter().flatten().filter(|a| !a.ip().is_loopback()) {
+            eprintln!(
+                "warning: binding to {address}, which other machines can reach. Anyone who reaches it can \
+                 call its tools: set a token ({TOKEN_VARIABLE}) and name the hosts clients use with --allowed-host."
+            );
+            // A specific address is a name the server answers as; 0.0.0.0 and [::] are not.
+            if !address.ip().is_unspecified() {
+                let name = if address.is_ipv6() { format!("[{}]", address.ip()) } else { address.ip().to_string() };
+                hosts.push(name);
+            }
+        }
+        let origins = origins.iter().map(|o| o.trim_end_matches('/').to_ascii_lowercase()).collect();
+        Guard { hosts, origins, token }
+    }
+
+    /// Let a request through, or answer it with the reason it may not pass.
+    fn admit(&self, request: &Request) -> Result<(), Response> {
+        // DNS rebinding: a web page whose own host name now resolves to 127.0.0.1
+        // still says that name in `Host`.
+        let host = request.header("Host").unwrap_or("");
+        if !self.answers_as(host) {
+            return Err(refusal(403, &format!("Forbidden: Host '{host}' is not a name this server answers to")));
+        }
+        // A web page on another site, sending requests from the user's own browser.
+        // Browsers say which site in `Origin`; other clients do not send one.
+        if let Some(origin) = request.header("Origin")
+            && !self.allows_origin(origin)
+        {
+            return Err(refusal(403, &format!("Forbidden: Origin '{origin}' is not allowed")));
+        }
+        // Anyone else who can reach the port: other users, other programs.
+        let Some(expected) = &self.token else { return Ok(()) };
+        match bearer_token(request) {
+            Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => Ok(()),
+            // RFC 6750, section 3: no credentials get a bare challenge, wrong ones say so.
+            Some(_) => Err(refusal(401, "Unauthorized: wrong bearer token")
+                .with_header("WWW-Authenticate", r#"Bearer error="invalid_token""#)),
+            None => Err(refusal(401, "Unauthorized: send `Authorization: Bearer <token>`")
+                .with_header("WWW-Authenticate", "Bearer")),
+        }
+    }
+
+    /// Is `host` (a `Host` header: name and optional port) one of our names? Any port
+    /// goes: a port forward or a proxy changes the port, a rebinding attack the name.
+    fn answers_as(&self, host: &str) -> bool {
+        host_name(host)
+            .map(str::to_ascii_lowercase)
+            .is_some_and(|name| LOOPBACK_NAMES.contains(&name.as_str()) || self.hosts.contains(&name))
+    }
+
+    /// Is `origin` (scheme, host, optional port) allowed? The loopback ones on any
+    /// port, and those given with `--allowed-origin`, exactly.
+    fn allows_origin(&self, origin: &str) -> bool {
+        let origin = origin.to_ascii_lowercase();
+        let loopback = origin.strip_prefix("http://").and_then(host_name).is_some_and(|n| LOOPBACK_NAMES.contains(&n));
+        loopback || self.origins.contains(&origin)
+    }
+}
+
+/// `localhost:8080` -> `localhost`, `[::1]:8080` -> `[::1]`, `127.0.0.1` -> `127.0.0.1`.
+/// `None` when what follows the name is not a port: `localhost.evil.example` is a name
+/// of its own, and `localhost/x` or `localhost:80@evil.example` are not a host at all.
+fn host_name(authority: &str) -> Option<&str> {
+    let end = if authority.starts_with('[') {
+        authority.find(']')? + 1
+    } else {
+        authority.find(':').unwrap_or(authority.len())
+    };
+    let (name, rest) = authority.split_at(end);
+    let port_ok = rest.is_empty()
+        || rest.strip_prefix(':').is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let name_ok = !name.is_empty() && !name.contains(['/', '@', '?', '#']);
+    (port_ok && name_ok).then_some(name)
+}
+
+/// The token in `Authorization: Bearer <token>` (the scheme is case-insensitive).
+fn bearer_token(request: &Request) -> Option<&str> {
+    let (scheme, token) = request.header("Authorization")?.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("Bearer").then(|| token.trim())
+}
+
+/// Compare two secrets in time that does not depend on where they first differ, so
+/// that timing the 401s cannot reveal the token a byte at a time. (The time does
+/// depend on the expected token's length, which is not the secret.)
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    let mut difference = given.len() ^ expected.len();
+    for (i, byte) in expected.iter().enumerate() {
+        difference |= usize::from(byte ^ given.get(i).copied().unwrap_or(0));
+    }
+    std::hint::black_box(difference) == 0
+}
+
+/// A refusal before the body was read: a JSON-RPC error with `"id": null`, so that a
+/// client shows the reason, with the HTTP status that says what kind of refusal.
+fn refusal(status: u16, message: &str) -> Response {
+    let error = RpcError { code: -32600, message: message.to_string(), data: None };
+    reply(status, Value::Null, Err(error))
+}
+// ANCHOR_END: guard
+
+// ANCHOR: protocol_version
+/// `MCP-Protocol-Version`: the revision a client agreed to in `initialize`, sent on
+/// every later request. A revision this server does not speak is refused with `400`
+/// before the method runs, so the client is not misled by answers in a dialect it
+/// did not ask for. No header is fine: clients of 2025-03-26 and before never send
+/// one. `initialize` itself is never checked: it is where the revision is chosen.
+fn check_protocol_version(request: &Request, message: &Message) -> Result<(), RpcError> {
+    if message.method() == Some("initialize") {
+        return Ok(());
+    }
+    match request.header("MCP-Protocol-Version") {
+        None => Ok(()),
+        Some(version) if SUPPORTED_VERSIONS.contains(&version) || MODERN_VERSIONS.contains(&version) => Ok(()),
+        Some(version) => Err(RpcError::invalid_request(&format!(
+            "unsupported MCP-Protocol-Version '{version}'; this server speaks {}",
+            all_versions().join(", ")
+        ))),
+    }
+}
+// ANCHOR_END: protocol_version
+
+// ANCHOR: modern
+/// The `_meta` keys every 2026-07-28 request carries (`2026-07-28/basic/index.mdx`).
+const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// Which era a request belongs to (`2026-07-28/basic/versioning.mdx`): one whose
+/// `_meta` carries the protocol version is modern, and so is one whose
+/// `MCP-Protocol-Version` names a modern revision, except on `initialize`, where that
+/// header is never read. Everything else, `initialize` above all, is the handshake era.
+/// `request` is the HTTP request, `None` over stdio, which has no headers.
+fn is_modern(request: Option<&Request>, method: &str, params: Option<&Value>) -> bool {
+    let in_body = request_meta(params).is_some_and(|meta| meta.contains_key(PROTOCOL_VERSION_KEY));
+    let in_header = method != "initialize"
+        && request
+            .and_then(|request| request.header("MCP-Protocol-Version"))
+            .is_some_and(|version| MODERN_VERSIONS.contains(&version));
+    in_body || in_header
+}
+
+/// `params._meta`, when there is one.
+fn request_meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
+    params?.get("_meta")?.as_object()
+}
+
+/// A modern request: check the envelope, run the method, and mark the result.
+fn answer_modern(
+    request: Option<&Request>,
+    id: Value,
+    method: &str,
+    params: Option<&Value>,
+    tools: &[Tool],
+) -> Response {
+    if let Err(error) = check_envelope(request, method, params) {
+        return reply(400, id, Err(error));
+    }
+    match dispatch_modern(method, params, tools) {
+        Ok(result) => reply(200, id, Ok(complete(method, result))),
+        // This revision gives "no such method" its own HTTP status.
+        Err(error) if error.code == -32601 => reply(404, id, Err(error)),
+        Err(error) => reply(200, id, Err(error)),
+    }
+}
+
+/// What every modern request must get right before its method runs, in this order
+/// (the Python SDK's order: a client whose headers contradict its body is told so
+/// before it is told its version is unsupported).
+fn check_envelope(request: Option<&Request>, method: &str, params: Option<&Value>) -> Result<(), RpcError> {
+    // 1. The two required `_meta` fields: without them the request is malformed.
+    let meta = request_meta(params);
+    let version = meta.and_then(|meta| meta.get(PROTOCOL_VERSION_KEY));
+    let capabilities = meta.and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY));
+    let (Some(version), Some(Value::Object(_))) = (version, capabilities) else {
+        return Err(RpcError::invalid_params(&format!(
+            "params._meta must carry {PROTOCOL_VERSION_KEY} and {CLIENT_CAPABILITIES_KEY} (an object)"
+        )));
+    };
+    // 2. Headers repeat the body for proxies that route on them; they must agree.
+    // stdio has no header layer: everything is in the body, so there is nothing to
+    // compare (`2026-07-28/basic/transports/stdio.mdx`, Request Metadata).
+    if let Some(request) = request {
+        header_matches(request, "MCP-Protocol-Version", version)?;
+        header_matches(request, "Mcp-Method", &Value::String(method.to_string()))?;
+        if let Some(field) = NAMED_BY.iter().find(|(m, _)| *m == method).map(|(_, field)| *field)
+            && let Some(name) = params.and_then(|p| p.get(field))
+        {
+            header_matches(request, "Mcp-Name", name)?;
+        }
+    }
+    // 3. A revision this server speaks. (A version that is not a string never gets
+    // here: no header equals it.)
+    let version = version.as_str().unwrap_or_default();
+    if !MODERN_VERSIONS.contains(&version) {
+        return Err(RpcError::unsupported_version(version));
+    }
+    Ok(())
+}
+
+/// Methods whose target is repeated in `Mcp-Name`, and the params field it repeats.
+const NAMED_BY: &[(&str, &str)] = &[("tools/call", "name"), ("prompts/get", "name"), ("resources/read", "uri")];
+
+/// The header `name` must be present and equal the body's `value` (a header always
+/// holds a string, so a body value that is not one never matches).
+fn header_matches(request: &Request, name: &str, value: &Value) -> Result<(), RpcError> {
+    let Some(raw) = request.header(name) else {
+        return Err(RpcError::header_mismatch(&format!("required header {name} is missing")));
+    };
+    // `Mcp-Name` may carry a value that is not plain ASCII as `=?base64?...?=`.
+    let header = if name == "Mcp-Name" { decode_sentinel(raw) } else { Some(raw.to_string()) };
+    if header.is_some() && header.as_deref() == value.as_str() {
+        return Ok(());
+    }
+    let body = value.as_str().map_or_else(|| value.to_string(), str::to_string);
+    Err(RpcError::header_mismatch(&format!("{name} header value '{raw}' does not match body value '{body}'")))
+}
+
+/// Undo the `=?base64?...?=` wrapping a client uses for a value that is not plain
+/// ASCII (`2026-07-28/basic/transports/streamable-http.mdx`, Value Encoding). A plain
+/// value comes back as it is; a broken wrapping as `None`, which matches nothing.
+fn decode_sentinel(value: &str) -> Option<String> {
+    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
+        return Some(value.to_string());
+    };
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let digits = encoded.trim_end_matches('=');
+    if encoded.len() % 4 != 0 || encoded.len() - digits.len() > 2 {
+        return None;
+    }
+    let (mut bytes, mut bits, mut count) = (Vec::new(), 0u32, 0);
+    for c in digits.bytes() {
+        bits = (bits << 6) | ALPHABET.iter().position(|&a| a == c)? as u32;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            bytes.push((bits >> count) as u8);
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// The methods of the stateless revision. `initialize` and `ping` are gone from it
+/// (`2026-07-28/changelog.mdx`); `server/discover` is new.
+fn dispatch_modern(method: &str, params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    match method {
+        "server/discover" => Ok(discover()),
+        "initialize" | "ping" => Err(RpcError::method_not_found(method)),
+        _ => dispatch(method, params, tools),
+    }
+}
+
+/// What a client may learn before its first call: the revisions and capabilities.
+fn discover() -> Value {
+    json!({ "supportedVersions": all_versions(), "capabilities": { "tools": {} } })
+}
+
+/// Every revision this server speaks, in either era, newest first.
+fn all_versions() -> Vec<&'static str> {
+    MODERN_VERSIONS.iter().chain(SUPPORTED_VERSIONS).copied().collect()
+}
+
+/// How long a client may reuse a `tools/list` or `server/discover` answer. The tools
+/// are compiled in, so they change only when the server is rebuilt: five minutes
+/// spares a client asking on every turn and still picks up a restart soon.
+const CACHE_TTL_MS: u64 = 300_000;
+
+/// Every modern result says it is complete, and who answered; the cacheable ones
+/// say for how long, and for whom (`public`: the same for every caller).
+fn complete(method: &str, mut result: Value) -> Value {
+    let fields = result.as_object_mut().expect("every result is an object");
+    fields.insert("resultType".into(), json!("complete"));
+    let server_info = json!({ "name": SERVER_NAME, "version": SERVER_VERSION });
+    fields.insert("_meta".into(), json!({ "io.modelcontextprotocol/serverInfo": server_info }));
+    if matches!(method, "server/discover" | "tools/list") {
+        fields.insert("ttlMs".into(), json!(CACHE_TTL_MS));
+        fields.insert("cacheScope".into(), json!("public"));
+    }
+    result
+}
+// ANCHOR_END: modern
 
 // ---------------------------------------------------------------------------
 // JSON-RPC layer: the envelope every message travels in.
@@ -220,32 +573,61 @@ enum Message {
     Response,
 }
 
+impl Message {
+    /// The id to answer with: the request's own, else `null`.
+    fn id(&self) -> Value {
+        match self {
+            Message::Request { id, .. } => id.clone(),
+            _ => Value::Null,
+        }
+    }
+
+    fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request { method, .. } | Message::Notification { method } => Some(method),
+            Message::Response => None,
+        }
+    }
+}
+
 /// A JSON-RPC error object: `{"code": -32601, "message": "..."}`.
 #[derive(Debug, Serialize)]
 struct RpcError {
     code: i64,
     message: String,
+    /// Details a client can act on, such as the versions it may retry with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<Value>,
 }
 
 impl RpcError {
     fn parse_error(detail: &str) -> RpcError {
-        RpcError { code: -32700, message: format!("Parse error: {detail}") }
+        RpcError { code: -32700, message: format!("Parse error: {detail}"), data: None }
     }
 
     fn invalid_request(detail: &str) -> RpcError {
-        RpcError { code: -32600, message: format!("Invalid Request: {detail}") }
+        RpcError { code: -32600, message: format!("Invalid Request: {detail}"), data: None }
     }
 
     fn method_not_found(method: &str) -> RpcError {
-        RpcError { code: -32601, message: format!("Method not found: {method}") }
+        RpcError { code: -32601, message: format!("Method not found: {method}"), data: None }
     }
 
     fn invalid_params(detail: &str) -> RpcError {
-        RpcError { code: -32602, message: format!("Invalid params: {detail}") }
+        RpcError { code: -32602, message: format!("Invalid params: {detail}"), data: None }
+    }
+
+    fn header_mismatch(detail: &str) -> RpcError {
+        RpcError { code: -32020, message: format!("Header mismatch: {detail}"), data: None }
+    }
+
+    fn unsupported_version(requested: &str) -> RpcError {
+        let data = json!({ "supported": all_versions(), "requested": requested });
+        RpcError { code: -32022, message: "Unsupported protocol version".into(), data: Some(data) }
     }
 
     fn internal_error(detail: &str) -> RpcError {
-        RpcError { code: -32603, message: format!("Internal error: {detail}") }
+        RpcError { code: -32603, message: format!("Internal error: {detail}"), data: None }
     }
 }
 // ANCHOR_END: message
@@ -344,6 +726,9 @@ fn dispatch(method: &str, params: Option<&Value>, tools: &[Tool]) -> Result<Valu
 // ANCHOR: initialize
 /// The protocol revisions this server speaks, newest first.
 const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The stateless revisions, which have no `initialize`: each request names its own.
+const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
 
 /// Who this server is, for `serverInfo`. The version is the chapter's.
 const SERVER_NAME: &str = "pingme";
