@@ -248,13 +248,16 @@ fn bodies_match(expected: &str, actual: &str) -> bool {
 // ANCHOR: strictness
 /// How strictly a response is held to its transcript.
 ///
-/// The one rule on free text, kept here and nowhere else. Two kinds of text are
+/// The one rule on free text, kept here and nowhere else. Three kinds of text are
 /// sentences for a reader, worded as the server sees fit, which a learner cannot be
 /// expected to guess:
 /// - `error.message` of a JSON-RPC error (JSON-RPC 2.0, section 5.1: "a String
 ///   providing a short description of the error");
 /// - the `text` of each text block of a failed tool result (`isError: true`): words for
-///   the model about what went wrong (`2025-11-25/server/tools.mdx`, "Error Handling").
+///   the model about what went wrong (`2025-11-25/server/tools.mdx`, "Error Handling");
+/// - in a `tools/list` result, every `title` and `description` of a tool and of
+///   anything in its schemas: words for the model and for people about what the tool
+///   does and when to call it (same file, "Tool").
 ///
 /// With [`Strictness::Learner`] such a text may differ, and is reported as a [`Note`],
 /// not a mismatch. And a text block that holds JSON (the text copy of
@@ -308,6 +311,11 @@ fn forgive(expected: &str, actual: &str) -> Option<(Vec<Note>, String)> {
     places.extend(
         (0..blocks).map(|i| (format!("/result/content/{i}/text"), format!("result.content[{i}].text"), tool_failed)),
     );
+    if let Some(Value::Array(tools)) = expected.pointer("/result/tools") {
+        for (i, tool) in tools.iter().enumerate() {
+            prose_in(tool, &format!("/result/tools/{i}"), &format!("result.tools[{i}]"), &mut places);
+        }
+    }
     let (mut notes, mut replaced) = (Vec::new(), false);
     for (place, path, words_are_free) in places {
         let (Some(Value::String(wanted)), Some(Value::String(given))) =
@@ -332,6 +340,22 @@ fn forgive(expected: &str, actual: &str) -> Option<(Vec<Note>, String)> {
         replaced = true;
     }
     replaced.then(|| (notes, forgiven.to_string()))
+}
+
+/// Every string `title` or `description` member inside `value` (found at `pointer`,
+/// shown as `path`), at any depth, as a free place for [`forgive`].
+fn prose_in(value: &Value, pointer: &str, path: &str, places: &mut Vec<(String, String, bool)>) {
+    let Value::Object(members) = value else { return };
+    for (key, member) in members {
+        // A JSON pointer escapes `~` and `/` in a key.
+        let (pointer, path) =
+            (format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1")), format!("{path}.{key}"));
+        match member {
+            Value::String(_) if key == "title" || key == "description" => places.push((pointer, path, true)),
+            Value::Object(_) => prose_in(member, &pointer, &path, places),
+            _ => {}
+        }
+    }
 }
 
 /// JSON pretty-printed with sorted keys (so two bodies line up for a diff); anything
@@ -776,6 +800,27 @@ mod tests {
         assert_eq!(compare_with(&expected, &result(false, "hours?"), Strictness::Learner).0.len(), 1);
         let success = result(false, "BISMILLAH");
         assert_eq!(compare_with(&success, &result(false, "bismillah"), Strictness::Learner).0.len(), 1);
+    }
+
+    #[test]
+    fn a_learner_may_word_tool_titles_and_descriptions_freely() {
+        let list = |description: &str, property: &str, kind: &str| {
+            let tool = json!({"name": "lookup_order", "title": "Look up", "description": description,
+                "inputSchema": {"type": "object", "properties": {"orderId": {"type": kind, "description": property}}}});
+            response(200, &json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [tool]}}).to_string())
+        };
+        let expected = list("Looks up one order.", "The order's id.", "string");
+        let (mismatches, notes) =
+            compare_with(&expected, &list("Finds an order by id.", "Its id.", "string"), Strictness::Learner);
+        assert!(mismatches.is_empty(), "{mismatches:?}");
+        let paths: Vec<&str> = notes.iter().map(|n| n.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["result.tools[0].description", "result.tools[0].inputSchema.properties.orderId.description"]
+        );
+        // The schema itself still counts.
+        let wrong_type = list("Looks up one order.", "The order's id.", "number");
+        assert_eq!(compare_with(&expected, &wrong_type, Strictness::Learner).0.len(), 1);
     }
 
     #[test]
