@@ -499,7 +499,37 @@ fn body_rows(expected: &str, actual: &str, differs: bool) -> Vec<Row> {
         }
     }
     flush(&mut rows, &mut removed, &mut added);
-    rows
+    fold_matching(rows)
+}
+
+/// Matching rows kept around each difference; a longer run of matching rows between
+/// two differences (or before the first, after the last) folds into one line.
+const CONTEXT: usize = 3;
+
+/// Fold long runs of matching rows, so that a difference in a long body is easy to find.
+fn fold_matching(rows: Vec<Row>) -> Vec<Row> {
+    let near_difference = |index: usize| {
+        let from = index.saturating_sub(CONTEXT);
+        rows[from..rows.len().min(index + CONTEXT + 1)].iter().any(|row| row.differs)
+    };
+    let keep: Vec<bool> = (0..rows.len()).map(near_difference).collect();
+    let mut folded = Vec::new();
+    let mut skipped = 0;
+    for (row, keep) in rows.into_iter().zip(keep) {
+        if keep {
+            if skipped > 0 {
+                folded.push(Row::new(format!("⋮ {skipped} matching lines"), "⋮", false));
+                skipped = 0;
+            }
+            folded.push(row);
+        } else {
+            skipped += 1;
+        }
+    }
+    if skipped > 0 {
+        folded.push(Row::new(format!("⋮ {skipped} matching lines"), "⋮", false));
+    }
+    folded
 }
 
 /// Lay rows out in two columns that fit the terminal;
@@ -509,8 +539,11 @@ fn table(rows: &[Row]) -> String {
     const SEPARATOR: &str = " │ ";
     let room = terminal_width() - MARGIN - SEPARATOR.chars().count();
     let widest_left = rows.iter().map(|r| r.expected.chars().count()).max().unwrap_or(0);
-    let left_width = widest_left.min(room / 2).max(1);
-    let right_width = (room - left_width).max(1);
+    // Two columns of the same width when the left one must wrap, so that a line both
+    // sides share wraps the same way on both.
+    let half = room / 2;
+    let left_width = widest_left.min(half).max(1);
+    let right_width = if widest_left >= half { half } else { room - left_width };
     let mut text = String::new();
     for row in rows {
         let left = wrap(&row.expected, left_width);
@@ -562,9 +595,10 @@ pub fn summary(chapter: &Chapter, target: &Target, results: &[Checked], unchecke
     if reworded > 0 {
         text.push_str(&wrap_words(
             &format!(
-                "{reworded} of your answers word an error message or a failed tool's text differently from \
-                 the chapter's. That is fine: the wording is the server's to choose, so the check compares \
-                 everything around it (the error code, isError) and not the words."
+                "{reworded} of your answers word something differently from the chapter's: an error \
+                 message, a failed call's text or a tool's description. That is fine: those words are the \
+                 server's to choose, so the check compares everything around them (the error code, \
+                 isError, the schema) and not the words."
             ),
             0,
         ));
@@ -704,7 +738,7 @@ mod tests {
         let text = render(&results, &Target::Exercise);
         assert_eq!(text, "✓  1. One  (worded your way: fine)\n");
         let summary = summary(&chapters::CHAPTERS[0], &Target::Exercise, &results, 0);
-        assert!(summary.contains("1 of your answers word an error message"), "{summary}");
+        assert!(summary.contains("1 of your answers word something differently"), "{summary}");
     }
 
     #[test]
@@ -721,6 +755,17 @@ mod tests {
     fn failures_are_listed_as_ranges() {
         assert_eq!(ranges(&[1, 2, 3, 5, 7, 8]), "1-3, 5, 7-8");
         assert_eq!(ranges(&[]), "");
+    }
+
+    #[test]
+    fn long_runs_of_matching_lines_fold() {
+        let same = |n: usize| (0..n).map(|i| Row::new(format!("line {i}"), format!("line {i}"), false));
+        let mut rows: Vec<Row> = same(10).collect();
+        rows.push(Row::new("\"id\": \"7\"", "\"id\": 7", true));
+        rows.extend(same(2));
+        let folded = fold_matching(rows);
+        let lefts: Vec<&str> = folded.iter().map(|row| row.expected.as_str()).collect();
+        assert_eq!(lefts, ["⋮ 7 matching lines", "line 7", "line 8", "line 9", "\"id\": \"7\"", "line 0", "line 1"]);
     }
 
     #[test]
