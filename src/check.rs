@@ -383,7 +383,7 @@ fn why_it_failed(checked: &Checked, target: &Target) -> Option<String> {
             Some(format!("Is your server still running at {url}?"))
         }
         (Exchanged::Http(Outcome { actual: Err(_), .. }), _) => {
-            Some("The server stopped answering: did it exit? Its last words are below.".to_string())
+            Some("The server stopped answering: did it exit?".to_string())
         }
         _ => None,
     }
