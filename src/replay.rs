@@ -362,8 +362,23 @@ fn prose_in(value: &Value, pointer: &str, path: &str, places: &mut Vec<(String, 
 /// else as it is.
 pub fn normalized(body: &str) -> String {
     match serde_json::from_str::<Value>(body) {
-        Ok(json) => serde_json::to_string_pretty(&json).expect("a Value always serializes"),
+        Ok(json) => serde_json::to_string_pretty(&with_sorted_keys(json)).expect("a Value always serializes"),
         Err(_) => body.trim_end().to_string(),
+    }
+}
+
+/// The same value with every object's keys in sorted order. (serde_json keeps the
+/// order it read, `preserve_order`, so that responses read as the server wrote them;
+/// a diff wants both sides in one order.)
+fn with_sorted_keys(value: Value) -> Value {
+    match value {
+        Value::Object(object) => {
+            let mut members: Vec<(String, Value)> = object.into_iter().collect();
+            members.sort_by(|(a, _), (b, _)| a.cmp(b));
+            Value::Object(members.into_iter().map(|(key, value)| (key, with_sorted_keys(value))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(with_sorted_keys).collect()),
+        other => other,
     }
 }
 
