@@ -211,6 +211,11 @@ fn door(client: TcpStream, inner: SocketAddr, limit: usize) {
     let Ok(mut to_inner) = TcpStream::connect(inner) else { return };
     let Ok(reader) = to_inner.try_clone() else { return };
     let mut from_inner = BufReader::new(reader);
+    // Send every write at once. The door writes a head and then a body; with Nagle's
+    // algorithm on, the body waits for the peer to acknowledge the head, and the peer
+    // delays that acknowledgement (up to 40 ms) hoping to piggyback it on an answer.
+    let _ = to_client.set_nodelay(true);
+    let _ = to_inner.set_nodelay(true);
 
     while let Some(head) = read_head(&mut from_client) {
         let length = declared_length(&head);
