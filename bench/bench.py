@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -187,13 +188,18 @@ def wrk(url: str, connections: int, seconds: float, client_cpus: str | None) -> 
     if client_cpus:
         command = ["taskset", "-c", client_cpus, *command]
     started = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     process = subprocess.Popen(command, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = process.communicate(timeout=seconds + 60)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     line = next((l for l in out.splitlines() if l.startswith("BENCH ")), None)
     if process.returncode != 0 or line is None:
         raise RuntimeError(f"wrk failed ({process.returncode}): {err.strip() or out.strip()}")
     result = json.loads(line[len("BENCH ") :])
     result["wall_s"] = time.monotonic() - started
+    # wrk's own CPU time: near 100% of its one thread means the client, not the
+    # server, set the pace.
+    result["client_cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return result
 
 
@@ -565,6 +571,8 @@ def main() -> None:
                         help="try the harness: 1 run, 2 s loads, 1 s warm-up, warm builds; writes to bench/target")
     parser.add_argument("--out", help="where to write results JSON and table (default bench/results, or "
                         "bench/target/quick with --quick)")
+    parser.add_argument("--chart", help="where to draw the SVG chart (default book/src/appendix-benchmarks-throughput.svg, "
+                        "or OUT/throughput.svg with --quick or --out)")
     args = parser.parse_args()
     if args.quick:
         args.runs, args.duration, args.warmup, args.build_runs = 1, 2, 1, 0
@@ -630,9 +638,12 @@ def main() -> None:
     table = build_report(data)
     (out / "results.json").write_text(json.dumps(data, indent=1) + "\n")
     (out / "table.md").write_text(table)
+    chart = Path(args.chart) if args.chart else (
+        out / "throughput.svg" if args.quick or args.out else ROOT / "book" / "src" / "appendix-benchmarks-throughput.svg")
+    subprocess.run([sys.executable, str(BENCH / "chart.py"), str(out / "results.json"), str(chart)], check=True)
     print(describe(data))
     print(table)
-    log(f"wrote {out / 'results.json'} and {out / 'table.md'}")
+    log(f"wrote {out / 'results.json'}, {out / 'table.md'} and {chart}")
 
 
 def measure(server: Server, r: int, levels: list[int], args, server_cpus, client_cpus, out: Path) -> dict:
@@ -665,7 +676,7 @@ def measure(server: Server, r: int, levels: list[int], args, server_cpus, client
                 "error_count": errors,
             })
             log(f"  {level:>3} clients: {measured['rps']:>9,.0f} req/s  p50 {fmt_ms(measured['p50_us'])} ms  "
-                f"p99 {fmt_ms(measured['p99_us'])} ms  server CPU {cpu_used / seconds:.0%}"
+                f"p99 {fmt_ms(measured['p99_us'])} ms  server CPU {cpu_used / seconds:.0%}  wrk CPU {measured['client_cpu_s'] / seconds:.0%}"
                 + (f"  ERRORS {measured['errors']}" if errors else ""))
             result["load"][str(level)] = measured
         result["rss_peak"] = peak
