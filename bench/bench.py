@@ -41,6 +41,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import instructions  # bench/instructions.py
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 LUA = BENCH / "pingme.lua"
@@ -362,9 +364,9 @@ class Python(Server):
     def cwd(self) -> Path:
         return BENCH / "python"
 
-    def command(self, port: int) -> list[str]:
+    def command(self, port: int, workers: int | None = None) -> list[str]:
         return [str(self.venv / "bin" / "uvicorn"), "server:app", "--host", "127.0.0.1", "--port", str(port),
-                "--workers", str(self.workers), "--loop", "uvloop", "--http", "httptools",
+                "--workers", str(workers or self.workers), "--loop", "uvloop", "--http", "httptools",
                 "--no-access-log", "--log-level", "warning"]
 
 
@@ -471,8 +473,9 @@ def build_report(data: dict) -> str:
             lines.append(f"| {name[key]} | " + " | ".join(cell(key, metric, c, fmt_ms, False) for c in levels) + " |")
 
     lines.append("\n**Memory, build, size** (median over the runs; ratio to the starter)\n")
-    lines.append("| server | RSS idle | RSS peak under load | CPU per request at 64 clients | cold build | binary size |")
-    lines.append("|---|---:|---:|---:|---:|---:|")
+    lines.append("| server | RSS idle | RSS peak under load | CPU per request at 64 clients "
+                 "| instructions per request | cold build | binary size |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|")
     top = str(max(levels))
     for key in order:
         server = next(s for s in servers if s["key"] == key)
@@ -491,6 +494,14 @@ def build_report(data: dict) -> str:
         text = f"{s['median']:.0f} µs{fmt_spread(s)}" if s else "—"
         if key != starter and s:
             text += f" · {fmt_ratio(paired_ratios(cpu, [r['load'][top]['cpu_us_per_request'] for r in starters]))}"
+        row.append(text)
+        counted = data.get("instructions", {})
+        if key in counted:
+            text = f"{counted[key]['per_request'] / 1000:,.0f} k"
+            if key != starter and starter in counted:
+                text += f" · {counted[key]['per_request'] / counted[starter]['per_request']:.2f}×"
+        else:
+            text = "not counted"
         row.append(text)
         builds = summary(server["build_s"])
         starter_builds = summary(next(s for s in servers if s["key"] == starter)["build_s"])
@@ -573,7 +584,11 @@ def main() -> None:
                         "bench/target/quick with --quick)")
     parser.add_argument("--chart", help="where to draw the SVG chart (default book/src/appendix-benchmarks-throughput.svg, "
                         "or OUT/throughput.svg with --quick or --out)")
+    parser.add_argument("--callgrind", action=argparse.BooleanOptionalAction, default=None,
+                        help="count instructions per request under valgrind (default: on, off with --quick)")
     args = parser.parse_args()
+    if args.callgrind is None:
+        args.callgrind = not args.quick and shutil.which("valgrind") is not None
     if args.quick:
         args.runs, args.duration, args.warmup, args.build_runs = 1, 2, 1, 0
     out = Path(args.out) if args.out else (BENCH / "target" / "quick" if args.quick else BENCH / "results")
@@ -625,11 +640,22 @@ def main() -> None:
         ]
         for s in data["servers"]:
             log(f"  {s['label']}: {s['config']}")
-        data["runs"] = []
+        data["runs"], data["instructions"] = [], {}
         for r in range(args.runs):
             for server in servers:
                 log(f"run {r + 1}/{args.runs}: {server.label}")
                 data["runs"].append(measure(server, r, levels, args, server_cpus, client_cpus, out))
+        if args.callgrind:
+            log("counting instructions per request under callgrind")
+            for server in servers:
+                port = free_port()
+                n = 200 if server.key == "python" else 2000  # CPython under valgrind is slow
+                # One process, so that callgrind sees every instruction (uvicorn's
+                # workers would be child processes).
+                command = server.command(port, workers=1) if isinstance(server, Python) else server.command(port)
+                per_request, dump = instructions.count(command, port, server.key, server.cwd(), n)
+                data["instructions"][server.key] = {"per_request": per_request, "requests": n}
+                log(f"  {server.label}: {per_request:,.0f} instructions per request")
         data["load_after"] = loadavg()
         log(f"load average after: {data['load_after']}")
     finally:
