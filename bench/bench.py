@@ -274,9 +274,9 @@ class CargoServer(Server):
 class Starter(CargoServer):
     key = "starter"
 
-    def __init__(self, bin_name: str, workers: int | None):
+    def __init__(self, workbook: Path, bin_name: str, workers: int | None):
         super().__init__()
-        self.manifest = ROOT / "Cargo.toml"
+        self.manifest = workbook / "Cargo.toml"
         self.binary_name = bin_name
         self.package_args = ["--bin", bin_name]
         self.label = bin_name
@@ -370,17 +370,33 @@ class Python(Server):
                 "--no-access-log", "--log-level", "warning"]
 
 
+def export_workbook(ref: str) -> Path:
+    """The workbook as it is at `ref`, in a folder of its own: a plain export (git
+    archive), so nothing of another checkout's work tree or target dir is touched."""
+    commit = run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{ref}^{{commit}}"]).stdout.strip()
+    if not commit:
+        sys.exit(f"no such git ref: {ref}")
+    folder = BENCH / "target" / "workbook" / re.sub(r"[^A-Za-z0-9_.-]", "_", ref)
+    folder.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    (folder / ".bench-commit").write_text(commit + "\n")
+    log(f"starter from {ref} ({commit[:10]}), exported to {folder}")
+    return folder
+
+
 def sdk_version(lock: Path, name: str) -> str:
     match = re.search(rf'name = "{re.escape(name)}"\nversion = "([^"]+)"', lock.read_text())
     return match.group(1) if match else "?"
 
 
-def default_starter() -> str:
+def default_starter(workbook: Path) -> str:
     """ch10-starter once it exists; until then the newest chapter whose tools/call has PingME."""
-    names = re.findall(r'^name = "(ch\d\d-[a-z0-9-]+)"', (ROOT / "Cargo.toml").read_text(), re.M)
+    names = re.findall(r'^name = "(ch\d\d-[a-z0-9-]+)"', (workbook / "Cargo.toml").read_text(), re.M)
     if "ch10-starter" in names:
         return "ch10-starter"
-    with_pingme = [n for n in names if n >= "ch04" and "PingME" in (ROOT / "chapters" / n / "main.rs").read_text()]
+    with_pingme = [n for n in names if n >= "ch04" and "tools/call" in (workbook / "chapters" / n / "main.rs").read_text()
+                   and "PingME" in (workbook / "chapters" / n / "main.rs").read_text()]
     if not with_pingme:
         sys.exit("no chapter with PingME yet: pass --starter BIN")
     return max(with_pingme)
@@ -566,6 +582,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--starter", help="workbook binary to measure as the starter (default: ch10-starter, "
                         "or until it exists the newest chapter with PingME)")
+    parser.add_argument("--workbook-ref", metavar="REF",
+                        help="take the starter from this git ref of the workbook (a branch or commit), exported "
+                        "into bench/target/workbook; default: this checkout as it is")
     parser.add_argument("--servers", default="starter,rmcp,python,ceiling",
                         help="which servers, comma-separated (the starter is always measured)")
     parser.add_argument("--runs", type=int, default=3, help="runs of the whole load matrix (default 3)")
@@ -602,9 +621,10 @@ def main() -> None:
         server_cpus, client_cpus, server_cpu_count = ",".join(str(c) for c in range(1, cpus)), "0", cpus - 1
 
     wanted = ["starter"] + [k for k in args.servers.split(",") if k and k != "starter"]
-    starter_bin = args.starter or default_starter()
+    workbook = export_workbook(args.workbook_ref) if args.workbook_ref else ROOT
+    starter_bin = args.starter or default_starter(workbook)
     catalogue = {
-        "starter": lambda: Starter(starter_bin, args.workers),
+        "starter": lambda: Starter(workbook, starter_bin, args.workers),
         "rmcp": Rmcp,
         "python": lambda: Python(server_cpu_count),
         "ceiling": lambda: Ceiling(args.workers),
@@ -617,6 +637,9 @@ def main() -> None:
 
     args.scratch = tempfile.mkdtemp(prefix="mcp-bench-")
     data: dict = {"environment": environment(args), "load_before": loadavg()}
+    data["environment"]["starter_source"] = (
+        f"{args.workbook_ref} ({(workbook / '.bench-commit').read_text().strip()[:10]})" if args.workbook_ref
+        else f"this checkout ({data['environment']['commit']})")
     log(f"load average before: {data['load_before']}")
     try:
         log("building" + (" (cold, timed)" if args.build_runs else " (warm, not timed)"))
@@ -664,6 +687,7 @@ def main() -> None:
     table = build_report(data)
     (out / "results.json").write_text(json.dumps(data, indent=1) + "\n")
     (out / "table.md").write_text(table)
+    (out / "setup.md").write_text(setup_markdown(data))
     chart = Path(args.chart) if args.chart else (
         out / "throughput.svg" if args.quick or args.out else ROOT / "book" / "src" / "appendix-benchmarks-throughput.svg")
     subprocess.run([sys.executable, str(BENCH / "chart.py"), str(out / "results.json"), str(chart)], check=True)
@@ -711,6 +735,27 @@ def measure(server: Server, r: int, levels: list[int], args, server_cpus, client
         return result
     finally:
         running.stop()
+
+
+def setup_markdown(data: dict) -> str:
+    """The run's machine, method and server settings, as a Markdown list for the book."""
+    m, e = data["method"], data["environment"]
+    load = lambda l: ", ".join(f"{x:.2f}" for x in l)
+    lines = [
+        f"- **When and where:** {e['date']}; {e['cpus']} CPUs ({e['cpu']}), Linux {e['kernel']}; "
+        f"{e['rustc']}; harness at commit `{e['commit']}`, starter built from {e['starter_source']}.",
+        f"- **Load on the machine** (load average over 1, 5, 15 minutes): {load(data['load_before'])} before the "
+        f"run, {load(data['load_after'])} after it.",
+        f"- **Load generator:** {m['load_generator']}; {m['runs']} run{'s' if m['runs'] != 1 else ''} of "
+        f"{m['duration_s']} s per client count, after {m['warmup_s']} s of unmeasured warm-up; every run "
+        "starts each server afresh, and the servers take turns within a run.",
+        f"- **CPUs:** {m['pinning']}.",
+        f"- **Cold builds:** {m['build_runs']} per Rust server, from an empty target directory with the "
+        "sources already downloaded, `cargo build --release --locked` with cargo's default jobs.",
+    ]
+    for s in data["servers"]:
+        lines.append(f"- **{s['label']}:** {s['config']}.")
+    return "\n".join(lines) + "\n"
 
 
 def describe(data: dict) -> str:
