@@ -22,13 +22,27 @@ struct Tools {
     tool_router: ToolRouter<Self>,
 }
 
-/// The arguments of calculate_overtime.
+/// calculate_overtime's arguments, as the chapter's `inputSchema` describes them.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-struct OvertimeArgs {
-    /// Hours worked in the week.
-    hours_worked: f64,
-    /// Pay per regular hour.
-    hourly_rate: f64,
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OvertimeArguments {
+    /// Hours worked on that day, for example 10 or 7.5.
+    #[schemars(range(min = 0, max = 24))]
+    hours: f64,
+    /// The hourly base rate, in the user's currency, for example 20. The tool does not convert currencies.
+    #[schemars(range(min = 0))]
+    rate: f64,
+    /// The kind of day the hours were worked on. Use `holiday` for a public holiday, whatever day of the week it falls on.
+    day_type: DayType,
+}
+
+#[derive(Debug, Clone, Copy, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum DayType {
+    Weekday,
+    Saturday,
+    Sunday,
+    Holiday,
 }
 
 #[tool_router]
@@ -37,16 +51,50 @@ impl Tools {
         Tools { tool_router: Self::tool_router() }
     }
 
-    #[tool(name = "PingME", description = "Answers the magic word. Call it to check the server is reachable.")]
+    #[tool(
+        name = "PingME",
+        title = "Ping me",
+        description = "Checks that this MCP server is reachable: it answers with the single word BISMILLAH. \
+            Call it when the user asks to ping or test this server or the connection to it. Do not call it for \
+            anything else: it takes no input and returns no information."
+    )]
     fn ping_me(&self) -> String {
         "BISMILLAH".to_string()
     }
 
-    #[tool(name = "calculate_overtime", description = "Overtime pay for a week: hours over 40 at 1.5 times the hourly rate.")]
-    fn calculate_overtime(&self, Parameters(args): Parameters<OvertimeArgs>) -> String {
-        let overtime = (args.hours_worked - 40.0).max(0.0);
-        format!("{:.2}", overtime * args.hourly_rate * 1.5)
+    #[tool(
+        name = "calculate_overtime",
+        title = "Calculate overtime pay",
+        description = "Calculates the gross pay for one day's work, overtime included. On a weekday the first \
+            8 hours are paid at the hourly rate and each further hour at 1.5 times the rate; every hour on a \
+            Saturday is paid at 1.5 times, on a Sunday at 2 times and on a public holiday at 2.5 times. Call it \
+            when the user asks what a day's work pays or how much of it is overtime. Do not call it for a whole \
+            week or month (call it once per day), for salaried staff, or for taxes and deductions: it computes \
+            gross pay only."
+    )]
+    fn calculate_overtime(&self, Parameters(arguments): Parameters<OvertimeArguments>) -> String {
+        let OvertimeArguments { hours, rate, day_type } = arguments;
+        // On a weekday the first 8 hours are regular; on other days every hour is overtime.
+        let (regular_hours, multiplier, day) = match day_type {
+            DayType::Weekday => (hours.min(8.0), 1.5, "weekday"),
+            DayType::Saturday => (0.0, 1.5, "Saturday"),
+            DayType::Sunday => (0.0, 2.0, "Sunday"),
+            DayType::Holiday => (0.0, 2.5, "public holiday"),
+        };
+        let overtime_hours = hours - regular_hours;
+        let regular_pay = cents(regular_hours * rate);
+        let overtime_pay = cents(overtime_hours * rate * multiplier);
+        format!(
+            "{hours} hours on a {day} at {rate:.2} an hour: {regular_hours} regular hours pay {regular_pay:.2}, \
+             {overtime_hours} overtime hours at {multiplier} times the rate pay {overtime_pay:.2}; {:.2} in total.",
+            cents(regular_pay + overtime_pay)
+        )
     }
+}
+
+/// Round money to whole cents.
+fn cents(amount: f64) -> f64 {
+    (amount * 100.0).round() / 100.0
 }
 
 // `router = self.tool_router`: use the router built once, not a new one per call
