@@ -121,6 +121,25 @@ def cpu_seconds(pid: int) -> float:
     return total / CLK_TCK
 
 
+def context_switches(pid: int) -> int:
+    """Voluntary and involuntary context switches so far, over every thread of the tree."""
+    total = 0
+    for p in tree(pid):
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{p}/task/{task}/status") as f:
+                    for line in f:
+                        if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                            total += int(line.split()[1])
+            except OSError:
+                pass
+    return total
+
+
 def post_pingme(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
     request = urllib.request.Request(url, data=PINGME, headers=HEADERS, method="POST")
     with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -627,7 +646,8 @@ def main() -> None:
         "starter": lambda: Starter(workbook, starter_bin, args.workers),
         "rmcp": Rmcp,
         "python": lambda: Python(server_cpu_count),
-        "ceiling": lambda: Ceiling(args.workers),
+        # The ceiling runs as many workers as the starter would by default (one per CPU it may use).
+        "ceiling": lambda: Ceiling(args.workers or server_cpu_count),
     }
     servers: list[Server] = [catalogue[k]() for k in wanted]
 
@@ -714,8 +734,11 @@ def measure(server: Server, r: int, levels: list[int], args, server_cpus, client
             sampler = Sampler(running.process.pid)
             sampler.start()
             cpu_before = cpu_seconds(running.process.pid)
+            switches_before = context_switches(running.process.pid)
             measured = wrk(url, level, args.duration, client_cpus)
             cpu_used = cpu_seconds(running.process.pid) - cpu_before
+            # Threads that ended during the load take their counts with them: a floor.
+            switches = context_switches(running.process.pid) - switches_before
             peak = max(peak, sampler.finish())
             seconds = measured["duration_us"] / 1e6
             errors = sum(measured["errors"].values())
@@ -724,9 +747,10 @@ def measure(server: Server, r: int, levels: list[int], args, server_cpus, client
                 "server_cpu_s": cpu_used,
                 "cpu_us_per_request": cpu_used / measured["requests"] * 1e6 if measured["requests"] else None,
                 "error_count": errors,
+                "switches_per_request": switches / measured["requests"] if measured["requests"] else None,
             })
             log(f"  {level:>3} clients: {measured['rps']:>9,.0f} req/s  p50 {fmt_ms(measured['p50_us'])} ms  "
-                f"p99 {fmt_ms(measured['p99_us'])} ms  server CPU {cpu_used / seconds:.0%}  wrk CPU {measured['client_cpu_s'] / seconds:.0%}"
+                f"p99 {fmt_ms(measured['p99_us'])} ms  switches/req {measured['switches_per_request']:.2f}  server CPU {cpu_used / seconds:.0%}  wrk CPU {measured['client_cpu_s'] / seconds:.0%}"
                 + (f"  ERRORS {measured['errors']}" if errors else ""))
             result["load"][str(level)] = measured
         result["rss_peak"] = peak
