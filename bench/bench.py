@@ -257,6 +257,7 @@ class CargoServer(Server):
         self.binary: Path | None = None
         self.builds: list[float] = []
         self.size: int | None = None
+        self.build_env: dict[str, str] = {}
 
     def build_command(self) -> list[str]:
         return ["cargo", "build", "--release", "--locked", "--manifest-path", str(self.manifest), *self.package_args]
@@ -265,7 +266,7 @@ class CargoServer(Server):
         run(["cargo", "fetch", "--locked", "--manifest-path", str(self.manifest)])  # downloads are not build time
         if args.build_runs == 0:
             # Warm build in the usual target directory: for trying the harness quickly.
-            result = run(self.build_command())
+            result = run(self.build_command(), env=dict(os.environ, **self.build_env))
             if result.returncode != 0:
                 raise RuntimeError(f"build of {self.label} failed:\n{result.stderr}")
             target = Path(json.loads(run(["cargo", "metadata", "--format-version", "1", "--no-deps", "--manifest-path", str(self.manifest)]).stdout)["target_directory"])
@@ -273,7 +274,7 @@ class CargoServer(Server):
         else:
             for i in range(args.build_runs):
                 target = Path(tempfile.mkdtemp(prefix=f"bench-{self.key}-", dir=args.scratch))
-                env = dict(os.environ, CARGO_TARGET_DIR=str(target))
+                env = dict(os.environ, CARGO_TARGET_DIR=str(target), **self.build_env)
                 log(f"  cold build {i + 1}/{args.build_runs} of {self.label} ...")
                 started = time.monotonic()
                 result = run(self.build_command(), env=env)
@@ -307,7 +308,12 @@ class Starter(CargoServer):
         self.has_workers_flag = "--workers" in run([str(self.binary), "--help"]).stdout
 
     def config(self) -> str:
-        workers = f"--workers {self.workers}" if self.has_workers_flag and self.workers else "its default workers"
+        if not self.has_workers_flag:
+            workers = "one worker thread (this chapter has no --workers flag)"
+        elif self.workers:
+            workers = f"--workers {self.workers}"
+        else:
+            workers = "its default --workers"
         return f"the workbook's `{self.binary_name}`, cargo release profile, {workers}"
 
     def command(self, port: int) -> list[str]:
@@ -340,15 +346,17 @@ class Ceiling(CargoServer):
     key = "ceiling"
     label = "ceiling (bare base)"
 
-    def __init__(self, workers: int | None):
+    def __init__(self, workbook: Path, workers: int | None):
         super().__init__()
         self.manifest = BENCH / "Cargo.toml"
         self.binary_name = "bench-ceiling"
         self.package_args = ["-p", "bench-ceiling"]
         self.workers = workers
+        # The base of the workbook under test, whichever checkout or ref that is.
+        self.build_env = {"BENCH_HTTP_RS": str(workbook / "src" / "http.rs")}
 
     def config(self) -> str:
-        return (f"the workbook's src/http.rs answering a fixed PingME response, no JSON parsed, "
+        return (f"the starter's base (src/http.rs of the same workbook) answering a fixed PingME response, no JSON parsed, "
                 f"--workers {self.workers or 1}, cargo release profile")
 
     def command(self, port: int) -> list[str]:
@@ -604,6 +612,8 @@ def main() -> None:
     parser.add_argument("--workbook-ref", metavar="REF",
                         help="take the starter from this git ref of the workbook (a branch or commit), exported "
                         "into bench/target/workbook; default: this checkout as it is")
+    parser.add_argument("--workbook", metavar="DIR",
+                        help="take the starter from the workbook checked out in DIR, as it is (for trying a change)")
     parser.add_argument("--servers", default="starter,rmcp,python,ceiling",
                         help="which servers, comma-separated (the starter is always measured)")
     parser.add_argument("--runs", type=int, default=3, help="runs of the whole load matrix (default 3)")
@@ -640,14 +650,17 @@ def main() -> None:
         server_cpus, client_cpus, server_cpu_count = ",".join(str(c) for c in range(1, cpus)), "0", cpus - 1
 
     wanted = ["starter"] + [k for k in args.servers.split(",") if k and k != "starter"]
-    workbook = export_workbook(args.workbook_ref) if args.workbook_ref else ROOT
+    if args.workbook_ref and args.workbook:
+        sys.exit("--workbook-ref and --workbook exclude each other")
+    workbook = (export_workbook(args.workbook_ref) if args.workbook_ref
+                else Path(args.workbook).resolve() if args.workbook else ROOT)
     starter_bin = args.starter or default_starter(workbook)
     catalogue = {
         "starter": lambda: Starter(workbook, starter_bin, args.workers),
         "rmcp": Rmcp,
         "python": lambda: Python(server_cpu_count),
         # The ceiling runs as many workers as the starter would by default (one per CPU it may use).
-        "ceiling": lambda: Ceiling(args.workers or server_cpu_count),
+        "ceiling": lambda: Ceiling(workbook, args.workers or server_cpu_count),
     }
     servers: list[Server] = [catalogue[k]() for k in wanted]
 
@@ -659,7 +672,7 @@ def main() -> None:
     data: dict = {"environment": environment(args), "load_before": loadavg()}
     data["environment"]["starter_source"] = (
         f"{args.workbook_ref} ({(workbook / '.bench-commit').read_text().strip()[:10]})" if args.workbook_ref
-        else f"this checkout ({data['environment']['commit']})")
+        else f"{workbook}" if args.workbook else f"this checkout ({data['environment']['commit']})")
     log(f"load average before: {data['load_before']}")
     try:
         log("building" + (" (cold, timed)" if args.build_runs else " (warm, not timed)"))

@@ -1,13 +1,14 @@
 //! The benchmark's ceiling: the workbook's own HTTP base (`src/http.rs`, compiled in
-//! as it is) answering every request with one fixed response, the bytes a PingME
+//! as it is, by build.rs) answering every request with one fixed response, the bytes a PingME
 //! call returns. No JSON is parsed, nothing is dispatched: whatever a real server
 //! does above the base can only make it slower than this.
 //!
 //! `bench-ceiling [--bind ADDR] [--workers N]` (defaults 127.0.0.1:8080, 1 worker).
 
 #[allow(dead_code)] // the base carries helpers the ceiling has no use for
-#[path = "../../../src/http.rs"]
-mod http;
+mod http {
+    include!(concat!(env!("OUT_DIR"), "/http.rs"));
+}
 
 use http::{Config, Response};
 
