@@ -16,6 +16,14 @@ pub struct Chapter {
 pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 1, name: "ch01-envelope", title: "The JSON-RPC envelope" },
     Chapter { number: 2, name: "ch02-handshake", title: "The initialize handshake" },
+    Chapter { number: 3, name: "ch03-tools-list", title: "tools/list: offering tools" },
+    Chapter { number: 4, name: "ch04-tools-call", title: "tools/call: running tools" },
+    Chapter { number: 5, name: "ch05-errors", title: "Errors: three layers of failure" },
+    Chapter { number: 6, name: "ch06-structured-output", title: "Structured output" },
+    Chapter { number: 7, name: "ch07-hardening", title: "Hardening" },
+    Chapter { number: 8, name: "ch08-stateless", title: "Stateless MCP (2026-07-28)" },
+    Chapter { number: 9, name: "ch09-stdio", title: "stdio" },
+    Chapter { number: 10, name: "ch10-starter", title: "The starter" },
 ];
 
 impl Chapter {

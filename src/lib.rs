@@ -5,8 +5,10 @@
 //! - [`transcript`]: a chapter's wire exchanges, parsed from its Markdown file.
 //! - [`replay`]: send those exchanges to a running server and compare the answers.
 //! - [`chapters`]: which chapters exist.
+//! - [`starter`]: chapter 10 written out as a crate of your own.
 
 pub mod chapters;
 pub mod http;
 pub mod replay;
+pub mod starter;
 pub mod transcript;

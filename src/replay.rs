@@ -3,19 +3,23 @@
 //!
 //! The cargo tests and the learner's `check` command both use this, so a learner's
 //! exercise is held to exactly the same standard as the chapter.
+//!
+//! HTTP exchanges go to one server started on port 0 ([`RunningServer`], [`replay`]);
+//! each stdio exchange runs its own process, started with `--stdio`, fed its lines
+//! and closed ([`run_stdio`], [`replay_stdio`]).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::transcript::{Exchange, HttpRequest, HttpResponse, Transcript};
+use crate::transcript::{Exchange, HttpRequest, HttpResponse, StdioExchange, Transcript};
 
 /// How long one exchange may take before the replay gives up on it.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -404,6 +408,182 @@ pub fn pretty_json(text: &str) -> Option<String> {
     Some(out)
 }
 
+// ---------------------------------------------------------------------------
+// stdio: one process per exchange, lines in, lines out.
+// ---------------------------------------------------------------------------
+
+/// What a stdio server did with one exchange's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdioRun {
+    /// Everything it wrote to stdout, as text (invalid UTF-8 replaced).
+    pub stdout: String,
+    /// How it ended: `None` when it was still running [`TIMEOUT`] after its stdin
+    /// was closed (it was then killed).
+    pub exit: Option<ExitStatus>,
+    /// Its log.
+    pub stderr: String,
+}
+
+impl StdioRun {
+    /// The lines written to stdout, without their `\n`. A last line with no `\n`
+    /// is included; [`compare_stdio`] reports it.
+    pub fn lines(&self) -> Vec<String> {
+        let body = self.stdout.strip_suffix('\n').unwrap_or(&self.stdout);
+        if self.stdout.is_empty() { Vec::new() } else { body.split('\n').map(str::to_string).collect() }
+    }
+}
+
+/// Start `program ARGS`, write each input line followed by `\n`, close its stdin,
+/// and collect what it writes until it exits.
+pub fn run_stdio(program: &Path, args: &[String], input: &[String]) -> io::Result<StdioRun> {
+    run_stdio_within(program, args, input, TIMEOUT)
+}
+
+fn run_stdio_within(program: &Path, args: &[String], input: &[String], timeout: Duration) -> io::Result<StdioRun> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot start {}: {e}", program.display())))?;
+
+    // Write from a thread, so a server that answers before reading everything never
+    // blocks on a full stdout pipe while we block on a full stdin pipe. Dropping the
+    // pipe at the end closes the server's stdin: end of input.
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let text: String = input.iter().map(|line| format!("{line}\n")).collect();
+    thread::spawn(move || {
+        let _ = stdin.write_all(text.as_bytes()); // a server that exited early is reported below
+    });
+    let read_all = |mut pipe: Box<dyn Read + Send>| {
+        thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = read_all(Box::new(child.stdout.take().expect("stdout is piped")));
+    let stderr = read_all(Box::new(child.stderr.take().expect("stderr is piped")));
+
+    let started = Instant::now();
+    let exit = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    Ok(StdioRun { stdout, exit, stderr })
+}
+
+/// One way a stdio run differs from the exchange's expectation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdioMismatch {
+    /// The lines differ: both sides, one message per line, each JSON message
+    /// pretty-printed with sorted keys, ready to diff.
+    Lines { expected: String, actual: String },
+    /// The last thing written has no `\n`: a host reading lines waits for it forever.
+    Unterminated,
+    /// Still running after stdin was closed.
+    DidNotExit,
+    /// Exited, but not successfully.
+    Failed { status: String },
+}
+
+/// Compare a run with the exchange: the lines (each as JSON when it is JSON), that
+/// the last one ends with `\n`, and that the process exited successfully by itself.
+pub fn compare_stdio(expected: &[String], actual: &StdioRun) -> Vec<StdioMismatch> {
+    let mut mismatches = Vec::new();
+    let lines = actual.lines();
+    let same = lines.len() == expected.len() && expected.iter().zip(&lines).all(|(e, a)| bodies_match(e, a));
+    if !same {
+        let show = |lines: &[String]| lines.iter().map(|l| normalized(l)).collect::<Vec<_>>().join("\n");
+        mismatches.push(StdioMismatch::Lines { expected: show(expected), actual: show(&lines) });
+    }
+    if !actual.stdout.is_empty() && !actual.stdout.ends_with('\n') {
+        mismatches.push(StdioMismatch::Unterminated);
+    }
+    match actual.exit {
+        None => mismatches.push(StdioMismatch::DidNotExit),
+        Some(status) if !status.success() => mismatches.push(StdioMismatch::Failed { status: status.to_string() }),
+        Some(_) => {}
+    }
+    mismatches
+}
+
+/// What one stdio exchange gave.
+pub struct StdioOutcome<'a> {
+    pub exchange: &'a StdioExchange,
+    /// The run, or why there was none.
+    pub actual: Result<StdioRun, String>,
+    /// Empty when the exchange passed.
+    pub mismatches: Vec<StdioMismatch>,
+}
+
+impl StdioOutcome<'_> {
+    pub fn passed(&self) -> bool {
+        self.actual.is_ok() && self.mismatches.is_empty()
+    }
+}
+
+/// Run every stdio exchange of `transcript`, each in a fresh `program` started with
+/// [`Transcript::stdio_args`].
+pub fn replay_stdio<'a>(transcript: &'a Transcript, program: &Path) -> Vec<StdioOutcome<'a>> {
+    let args = transcript.stdio_args();
+    transcript
+        .stdio
+        .iter()
+        .map(|exchange| match run_stdio(program, &args, &exchange.input) {
+            Ok(run) => StdioOutcome { exchange, mismatches: compare_stdio(&exchange.expected, &run), actual: Ok(run) },
+            Err(error) => StdioOutcome { exchange, actual: Err(error.to_string()), mismatches: Vec::new() },
+        })
+        .collect()
+}
+
+/// A failed stdio exchange explained for a reader: what was written, what differed
+/// (a line diff, `-` expected, `+` actual), and the server's stderr.
+pub fn explain_stdio(outcome: &StdioOutcome) -> String {
+    let exchange = outcome.exchange;
+    let mut text = format!("✗ {} (transcript line {}, stdio)\n", exchange.title, exchange.line);
+    for line in &exchange.input {
+        text.push_str(&format!("  stdin: {line}\n"));
+    }
+    if let Err(error) = &outcome.actual {
+        text.push_str(&format!("  no run: {error}\n"));
+    }
+    for mismatch in &outcome.mismatches {
+        match mismatch {
+            StdioMismatch::Lines { expected, actual } => {
+                text.push_str("  stdout (- expected, + actual):\n");
+                for line in line_diff(expected, actual) {
+                    text.push_str(&format!("    {line}\n"));
+                }
+            }
+            StdioMismatch::Unterminated => text.push_str("  the last line on stdout has no newline\n"),
+            StdioMismatch::DidNotExit => {
+                text.push_str(&format!("  still running {TIMEOUT:?} after stdin was closed (killed)\n"));
+            }
+            StdioMismatch::Failed { status } => text.push_str(&format!("  exited with {status}\n")),
+        }
+    }
+    if let Ok(run) = &outcome.actual
+        && !run.stderr.is_empty()
+    {
+        text.push_str("  stderr:\n");
+        for line in run.stderr.lines() {
+            text.push_str(&format!("    {line}\n"));
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -467,5 +647,56 @@ mod tests {
     fn finds_the_address_in_the_url_line() {
         assert_eq!(address_in("listening on http://127.0.0.1:4242/mcp"), Some("127.0.0.1:4242".parse().unwrap()));
         assert_eq!(address_in("no url here"), None);
+    }
+
+    fn run(stdout: &str) -> StdioRun {
+        // `true` exits successfully: borrow its status for a made-up run.
+        let exit = Command::new("true").status().ok();
+        StdioRun { stdout: stdout.into(), exit, stderr: String::new() }
+    }
+
+    #[test]
+    fn stdio_lines_compare_as_json_in_order() {
+        let expected = vec![r#"{"id": 1, "jsonrpc": "2.0"}"#.to_string(), "not json".to_string()];
+        assert!(compare_stdio(&expected, &run("{\"jsonrpc\":\"2.0\",\"id\":1}\nnot json\n")).is_empty());
+        let swapped = compare_stdio(&expected, &run("not json\n{\"jsonrpc\":\"2.0\",\"id\":1}\n"));
+        assert!(matches!(swapped.as_slice(), [StdioMismatch::Lines { .. }]), "{swapped:?}");
+        // No line expected: any line is one too many; none is right.
+        assert!(compare_stdio(&[], &run("")).is_empty());
+        assert_eq!(compare_stdio(&[], &run("{}\n")).len(), 1);
+    }
+
+    #[test]
+    fn a_last_line_without_newline_is_reported() {
+        let mismatches = compare_stdio(&["{}".to_string()], &run("{}"));
+        assert_eq!(mismatches, [StdioMismatch::Unterminated]);
+    }
+
+    #[test]
+    fn splits_stdout_into_lines() {
+        assert_eq!(run("").lines(), Vec::<String>::new());
+        assert_eq!(run("a\n").lines(), ["a"]);
+        assert_eq!(run("a\n\nb").lines(), ["a", "", "b"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn runs_a_process_over_its_stdin_and_stdout() {
+        // `cat` is the simplest stdio server: it answers each line with itself and
+        // ends when its stdin closes.
+        let input = vec!["{\"a\": 1}".to_string(), String::new()];
+        let run = run_stdio(Path::new("cat"), &[], &input).unwrap();
+        assert_eq!(run.lines(), input);
+        assert!(compare_stdio(&input, &run).is_empty());
+
+        let failing = run_stdio(Path::new("sh"), &["-c".into(), "echo oops >&2; exit 3".into()], &[]).unwrap();
+        let mismatches = compare_stdio(&[], &failing);
+        assert!(matches!(mismatches.as_slice(), [StdioMismatch::Failed { .. }]), "{mismatches:?}");
+        assert_eq!(failing.stderr, "oops\n");
+
+        // One that ignores the end of its input is killed and reported.
+        let stuck = run_stdio_within(Path::new("sleep"), &["5".into()], &[], Duration::from_millis(100)).unwrap();
+        assert_eq!(stuck.exit, None);
+        assert_eq!(compare_stdio(&[], &stuck), [StdioMismatch::DidNotExit]);
     }
 }

@@ -37,6 +37,37 @@
 //!   `Content-Length`) are not compared.
 //! - A JSON body compares as JSON: key order is free, values are exact. Any other body
 //!   compares as text; no body means the response must have none.
+//!
+//! ## stdio exchanges
+//!
+//! From chapter 9 on, a server also speaks over stdin and stdout. An exchange over
+//! stdio is a `stdin` block (the lines a host writes) and a `stdout` block (the lines
+//! the server must write back), under its own `### ` heading, in the same file as the
+//! HTTP exchanges:
+//!
+//! ````markdown
+//! ### A notification gets no line back
+//!
+//! ```stdin
+//! {"jsonrpc": "2.0", "method": "notifications/initialized"}
+//! {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+//! ```
+//!
+//! ```stdout
+//! {"jsonrpc":"2.0","id":1,"result":{}}
+//! ```
+//! ````
+//!
+//! - Each stdio exchange runs in a fresh process: the chapter's binary, started with
+//!   the `console` block's flags followed by `--stdio`. Every line of the `stdin` block
+//!   is written to it as it stands (one message per line; a blank line is written as a
+//!   blank line), then its stdin is closed.
+//! - The `stdout` block holds every line the process must write before it exits, in
+//!   order; an empty block means not one line. Each line compares as JSON when it is
+//!   JSON (key order free, values exact), else as text.
+//! - The process must then exit by itself, successfully: closing stdin is how a host
+//!   stops a stdio server. What it writes to stderr is its log: shown when an exchange
+//!   fails, never compared.
 
 use std::fmt;
 
@@ -45,7 +76,20 @@ use std::fmt;
 pub struct Transcript {
     /// Flags the server is started with, from the `console` block.
     pub server_args: Vec<String>,
+    /// The HTTP exchanges, in file order.
     pub exchanges: Vec<Exchange>,
+    /// The stdio exchanges, in file order.
+    pub stdio: Vec<StdioExchange>,
+}
+
+impl Transcript {
+    /// The flags a stdio exchange's process is started with: the `console` block's,
+    /// then `--stdio`.
+    pub fn stdio_args(&self) -> Vec<String> {
+        let mut args = self.server_args.clone();
+        args.push("--stdio".to_string());
+        args
+    }
 }
 
 /// One request and the response it must get.
@@ -56,6 +100,18 @@ pub struct Exchange {
     pub line: usize,
     pub request: HttpRequest,
     pub expected: HttpResponse,
+}
+
+/// Lines written to a stdio server and the lines it must write back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdioExchange {
+    pub title: String,
+    /// The 1-based line of the `### ` heading, for error messages.
+    pub line: usize,
+    /// The `stdin` block: each line is written followed by `\n`.
+    pub input: Vec<String>,
+    /// The `stdout` block: the lines expected, in order, without their `\n`.
+    pub expected: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,27 +195,44 @@ fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
     Ok(pieces)
 }
 
+/// The info strings of the blocks that make up exchanges.
+const EXCHANGE_BLOCKS: &[&str] = &["http", "stdin", "stdout"];
+
 /// Parse a transcript file.
 pub fn parse(text: &str) -> Result<Transcript, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
     let mut server_args = Vec::new();
     let mut exchanges = Vec::new();
+    let mut stdio = Vec::new();
     let mut current: Option<(String, usize, Vec<Block>)> = None;
 
     let mut finish = |current: Option<(String, usize, Vec<Block>)>| -> Result<(), ParseError> {
         let Some((title, line, blocks)) = current else { return Ok(()) };
-        let [request, response] = blocks.as_slice() else {
-            return Err(ParseError {
+        let infos: Vec<&str> = blocks.iter().map(|b| b.info.as_str()).collect();
+        match (infos.as_slice(), blocks.as_slice()) {
+            (["http", "http"], [request, response]) => exchanges.push(Exchange {
+                title,
                 line,
-                message: format!("exchange {title:?} needs two http blocks (request, response), has {}", blocks.len()),
-            });
-        };
-        exchanges.push(Exchange {
-            title,
-            line,
-            request: parse_request(&lines[request.content.clone()], request.line)?,
-            expected: parse_response(&lines[response.content.clone()], response.line)?,
-        });
+                request: parse_request(&lines[request.content.clone()], request.line)?,
+                expected: parse_response(&lines[response.content.clone()], response.line)?,
+            }),
+            (["stdin", "stdout"], [input, output]) => {
+                if input.content.is_empty() {
+                    return Err(ParseError { line: input.line, message: "empty stdin block".into() });
+                }
+                let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
+                stdio.push(StdioExchange { title, line, input: owned(input), expected: owned(output) });
+            }
+            _ => {
+                return Err(ParseError {
+                    line,
+                    message: format!(
+                        "exchange {title:?} needs two http blocks (request, response) or a stdin block then a stdout \
+                         block, has {infos:?}"
+                    ),
+                });
+            }
+        }
         Ok(())
     };
 
@@ -169,12 +242,12 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                 finish(current.take())?;
                 current = Some((title, line, Vec::new()));
             }
-            Piece::Block(block) if block.info == "http" => match current.as_mut() {
+            Piece::Block(block) if EXCHANGE_BLOCKS.contains(&block.info.as_str()) => match current.as_mut() {
                 Some((_, _, blocks)) => blocks.push(block),
                 None => {
                     return Err(ParseError {
                         line: block.line,
-                        message: "http block before the first ### exchange".into(),
+                        message: format!("{} block before the first ### exchange", block.info),
                     });
                 }
             },
@@ -185,10 +258,10 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
         }
     }
     finish(current.take())?;
-    if exchanges.is_empty() {
+    if exchanges.is_empty() && stdio.is_empty() {
         return Err(ParseError { line: 1, message: "no exchange (### heading) found".into() });
     }
-    Ok(Transcript { server_args, exchanges })
+    Ok(Transcript { server_args, exchanges, stdio })
 }
 
 /// `$ cargo run --bin NAME -- --flag value`: the words after `--`.
@@ -277,39 +350,67 @@ pub fn format_response(response: &HttpResponse) -> String {
 /// else in the file as it was. This is how a transcript is blessed.
 pub fn replace_responses(text: &str, responses: &[HttpResponse]) -> Result<String, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
+    let blocks = exchange_blocks(&lines, "http", 2)?;
+    let texts: Vec<String> = responses.iter().map(format_response).collect();
+    replace_blocks(&lines, &blocks, &texts, "response")
+}
+
+/// Replace every stdio exchange's `stdout` block with `outputs[i]` (the lines a
+/// server wrote), leaving everything else in the file as it was.
+pub fn replace_stdout(text: &str, outputs: &[Vec<String>]) -> Result<String, ParseError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let blocks = exchange_blocks(&lines, "stdout", 1)?;
+    let texts: Vec<String> = outputs.iter().map(|output| output.join("\n")).collect();
+    replace_blocks(&lines, &blocks, &texts, "stdout")
+}
+
+/// In each exchange, the content of its `nth` block with this info string.
+fn exchange_blocks(lines: &[&str], info: &str, nth: usize) -> Result<Vec<std::ops::Range<usize>>, ParseError> {
     let mut in_exchange = false;
-    let mut http_blocks_seen = 0;
-    let mut response_blocks = Vec::new();
-    for piece in pieces(&lines)? {
+    let mut seen = 0;
+    let mut found = Vec::new();
+    for piece in pieces(lines)? {
         match piece {
             Piece::Heading { .. } => {
                 in_exchange = true;
-                http_blocks_seen = 0;
+                seen = 0;
             }
-            Piece::Block(block) if in_exchange && block.info == "http" => {
-                http_blocks_seen += 1;
-                if http_blocks_seen == 2 {
-                    response_blocks.push(block.content);
+            Piece::Block(block) if in_exchange && block.info == info => {
+                seen += 1;
+                if seen == nth {
+                    found.push(block.content);
                 }
             }
             Piece::Block(_) => {}
         }
     }
-    if response_blocks.len() != responses.len() {
+    Ok(found)
+}
+
+/// Put `texts[i]` in place of the lines `blocks[i]`; an empty text empties the block.
+fn replace_blocks(
+    lines: &[&str],
+    blocks: &[std::ops::Range<usize>],
+    texts: &[String],
+    what: &str,
+) -> Result<String, ParseError> {
+    if blocks.len() != texts.len() {
         return Err(ParseError {
             line: 1,
-            message: format!("{} response blocks but {} responses", response_blocks.len(), responses.len()),
+            message: format!("{} {what} blocks but {} {what}s", blocks.len(), texts.len()),
         });
     }
     let mut out = String::new();
     let mut next = 0;
-    for (range, response) in response_blocks.iter().zip(responses) {
+    for (range, text) in blocks.iter().zip(texts) {
         for line in &lines[next..range.start] {
             out.push_str(line);
             out.push('\n');
         }
-        out.push_str(&format_response(response));
-        out.push('\n');
+        if !text.is_empty() {
+            out.push_str(text);
+            out.push('\n');
+        }
         next = range.end;
     }
     for line in &lines[next..] {
@@ -367,5 +468,76 @@ mod tests {
         let blessed = replace_responses(SAMPLE, &responses).unwrap();
         assert_eq!(blessed, SAMPLE.replace("{\n  \"id\": 1\n}\n```", "{\"id\": 2}\n```"));
         assert_eq!(parse(&blessed).unwrap().exchanges[0].expected.body, "{\"id\": 2}");
+    }
+
+    const STDIO_SAMPLE: &str = "```console\n$ cargo run --bin ch09-stdio -- --workers 2\n```\n\n\
+### Over HTTP\n\n```http\nPOST /mcp HTTP/1.1\n\n{}\n```\n\n```http\nHTTP/1.1 202 Accepted\n```\n\n\
+### A notification, then a ping\n\nProse.\n\n```stdin\n{\"jsonrpc\": \"2.0\", \"method\": \"n\"}\n\n\
+{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"}\n```\n\n```stdout\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n```\n\n\
+### Silence\n\n```stdin\n{\"jsonrpc\": \"2.0\", \"method\": \"n\"}\n```\n\n```stdout\n```\n";
+
+    #[test]
+    fn parses_stdio_exchanges_next_to_http_ones() {
+        let transcript = parse(STDIO_SAMPLE).unwrap();
+        assert_eq!(transcript.exchanges.len(), 1);
+        assert_eq!(transcript.exchanges[0].title, "Over HTTP");
+        assert_eq!(transcript.stdio.len(), 2);
+        let ping = &transcript.stdio[0];
+        assert_eq!(ping.title, "A notification, then a ping");
+        assert_eq!(ping.line, 17);
+        // Lines are kept as they stand, the blank one too: it is written as a blank line.
+        assert_eq!(
+            ping.input,
+            [r#"{"jsonrpc": "2.0", "method": "n"}"#, "", r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#]
+        );
+        assert_eq!(ping.expected, [r#"{"jsonrpc":"2.0","id":1,"result":{}}"#]);
+        // An empty stdout block: the server must write nothing at all.
+        assert!(transcript.stdio[1].expected.is_empty());
+        assert_eq!(transcript.stdio_args(), ["--workers", "2", "--stdio"]);
+    }
+
+    #[test]
+    fn a_stdio_only_transcript_is_fine() {
+        let transcript = parse("### Ping\n\n```stdin\nx\n```\n\n```stdout\ny\n```\n").unwrap();
+        assert!(transcript.exchanges.is_empty());
+        assert_eq!(transcript.stdio.len(), 1);
+        assert_eq!(transcript.stdio_args(), ["--stdio"]);
+    }
+
+    #[test]
+    fn mixed_or_misordered_blocks_are_errors() {
+        for (text, why) in [
+            ("### A\n\n```stdout\ny\n```\n\n```stdin\nx\n```\n", "stdout before stdin"),
+            ("### A\n\n```http\nPOST /mcp HTTP/1.1\n```\n\n```stdout\ny\n```\n", "http then stdout"),
+            ("### A\n\n```stdin\nx\n```\n", "stdin without stdout"),
+            ("### A\n\n```stdin\nx\n```\n\n```stdout\n```\n\n```stdout\n```\n", "two stdout blocks"),
+        ] {
+            let error = parse(text).expect_err(why);
+            assert_eq!(error.line, 1, "{why}: {error}");
+            assert!(error.message.contains("stdin block then a stdout block"), "{why}: {error}");
+        }
+        let error = parse("### A\n\n```stdin\n```\n\n```stdout\n```\n").unwrap_err();
+        assert_eq!((error.line, error.message.as_str()), (3, "empty stdin block"));
+        let error = parse("```stdin\nx\n```\n### A\n").unwrap_err();
+        assert_eq!((error.line, error.message.as_str()), (1, "stdin block before the first ### exchange"));
+    }
+
+    #[test]
+    fn replacing_stdout_keeps_everything_else() {
+        let outputs = vec![vec![r#"{"id":2}"#.to_string()], vec!["a".to_string(), "b".to_string()]];
+        let blessed = replace_stdout(STDIO_SAMPLE, &outputs).unwrap();
+        let expected = STDIO_SAMPLE
+            .replace("```stdout\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n```", "```stdout\n{\"id\":2}\n```")
+            .replace("```stdout\n```", "```stdout\na\nb\n```");
+        assert_eq!(blessed, expected);
+        // The HTTP response block is not a stdout block: it is left alone.
+        assert_eq!(parse(&blessed).unwrap().exchanges, parse(STDIO_SAMPLE).unwrap().exchanges);
+        // And an output with no lines empties a block again.
+        let emptied = replace_stdout(&blessed, &[vec![], vec![]]).unwrap();
+        assert!(parse(&emptied).unwrap().stdio.iter().all(|e| e.expected.is_empty()));
+        assert!(replace_stdout(STDIO_SAMPLE, &[vec![]]).is_err());
+        // Blessing the HTTP responses does not touch the stdio blocks.
+        let http = [HttpResponse { status: 202, headers: vec![], body: String::new() }];
+        assert_eq!(replace_responses(STDIO_SAMPLE, &http).unwrap(), STDIO_SAMPLE);
     }
 }

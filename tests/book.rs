@@ -2,7 +2,8 @@
 //! about a broken include, so these tests fail instead:
 //! - every `{{#include ...}}` names a file that exists, and an anchor or line range
 //!   in it that yields at least one line;
-//! - no page carries a hand-written `http` block (exchanges live in transcripts);
+//! - no page carries a hand-written `http`, `stdin` or `stdout` block (exchanges live
+//!   in transcripts);
 //! - every chapter has a page, listed in SUMMARY.md, that includes its transcript.
 
 use std::fs;
@@ -87,10 +88,16 @@ fn every_include_resolves_to_something() {
 fn pages_do_not_paste_exchanges_by_hand() {
     let pasted: Vec<String> = pages()
         .into_iter()
-        .filter(|page| fs::read_to_string(page).unwrap().lines().any(|l| l.trim() == "```http"))
+        .filter(|page| {
+            let text = fs::read_to_string(page).unwrap();
+            text.lines().any(|l| ["```http", "```stdin", "```stdout"].contains(&l.trim()))
+        })
         .map(|page| page.display().to_string())
         .collect();
-    assert!(pasted.is_empty(), "pages with a hand-written ```http block (put it in a transcript): {pasted:?}");
+    assert!(
+        pasted.is_empty(),
+        "pages with a hand-written ```http, ```stdin or ```stdout block (put it in a transcript): {pasted:?}"
+    );
 }
 
 #[test]

@@ -7,24 +7,32 @@ use mcp_workbook::chapters::{self, CHAPTERS};
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::transcript;
 
-/// Start `binary` with the transcript's flags on port 0 and replay every exchange.
+/// Replay every exchange: the HTTP ones against `binary` started with the
+/// transcript's flags on port 0, each stdio one against a fresh `binary ... --stdio`.
 fn replay_chapter(name: &str, binary: &str) {
     let chapter = chapters::find(name).unwrap_or_else(|| panic!("{name} is not in chapters::CHAPTERS"));
     let path = chapter.transcript_path();
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let transcript = transcript::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let server = RunningServer::start(Path::new(binary), &transcript.server_args).expect("server starts");
+    let binary = Path::new(binary);
 
-    let outcomes = replay::replay(&transcript, server.address);
-    let failures: Vec<String> = outcomes.iter().filter(|o| !o.passed()).map(replay::explain).collect();
+    let mut failures = Vec::new();
+    let mut log = String::new();
+    if !transcript.exchanges.is_empty() {
+        let server = RunningServer::start(binary, &transcript.server_args).expect("server starts");
+        let outcomes = replay::replay(&transcript, server.address);
+        failures.extend(outcomes.iter().filter(|o| !o.passed()).map(replay::explain));
+        log = server.stderr();
+    }
+    let stdio = replay::replay_stdio(&transcript, binary);
+    failures.extend(stdio.iter().filter(|o| !o.passed()).map(replay::explain_stdio));
     assert!(
         failures.is_empty(),
-        "{} of {} exchanges in {} differ:\n\n{}\nserver stderr:\n{}",
+        "{} of {} exchanges in {} differ:\n\n{}\nHTTP server stderr:\n{log}",
         failures.len(),
-        outcomes.len(),
+        transcript.exchanges.len() + transcript.stdio.len(),
         path.display(),
         failures.join("\n"),
-        server.stderr()
     );
 }
 
@@ -51,6 +59,14 @@ macro_rules! chapter_tests {
 chapter_tests! {
     ch01_envelope => "ch01-envelope",
     ch02_handshake => "ch02-handshake",
+    ch03_tools_list => "ch03-tools-list",
+    ch04_tools_call => "ch04-tools-call",
+    ch05_errors => "ch05-errors",
+    ch06_structured_output => "ch06-structured-output",
+    ch07_hardening => "ch07-hardening",
+    ch08_stateless => "ch08-stateless",
+    ch09_stdio => "ch09-stdio",
+    ch10_starter => "ch10-starter",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.

@@ -1,0 +1,216 @@
+//! `workbook starter DIR`: chapter 10 written out as a crate of your own.
+//!
+//! The new crate holds five files and depends on the workbook's four crates only:
+//!
+//! | file | from |
+//! |---|---|
+//! | `Cargo.toml` | the workbook's `edition`, `rust-version` and `[dependencies]` lines, as they stand |
+//! | `Cargo.lock` | the workbook's, so the copy builds with the versions already in the local cargo cache |
+//! | `src/main.rs` | `chapters/ch10-starter/main.rs`, its one line `use mcp_workbook::http;` now `mod http;` |
+//! | `src/http.rs` | the workbook's `src/http.rs` (std and `tiny_http` only) |
+//! | `.gitignore` | `/target` |
+//!
+//! Both Rust files lose their `// ANCHOR:` lines: they mark what the book shows and
+//! mean nothing in your crate. Nothing else changes, so what you copy is what the
+//! tests replayed (`tests/starter_copy.rs` builds a copy and replays chapter 10's
+//! transcript against it).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::chapters::workbook_root;
+
+/// The chapter the starter is made from.
+pub const CHAPTER: &str = "ch10-starter";
+
+/// The line of chapter 10 that reaches into the workbook, and what it becomes.
+pub const IMPORT_IN_WORKBOOK: &str = "use mcp_workbook::http;";
+pub const IMPORT_IN_COPY: &str = "mod http;";
+
+/// The crates the copy may depend on, and no other.
+pub const DEPENDENCIES: &[&str] = &["clap", "serde", "serde_json", "tiny_http"];
+
+/// One file of the new crate: where it goes (relative to the crate) and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    pub path: &'static str,
+    pub contents: String,
+}
+
+/// Every file of the starter crate called `name`, read from the workbook.
+pub fn files(name: &str) -> Result<Vec<File>, String> {
+    let root = workbook_root();
+    let read = |path: &str| fs::read_to_string(root.join(path)).map_err(|e| format!("cannot read {path}: {e}"));
+    let manifest = read("Cargo.toml")?;
+    Ok(vec![
+        File { path: "Cargo.toml", contents: manifest_for(name, &manifest)? },
+        File { path: "Cargo.lock", contents: read("Cargo.lock")? },
+        File { path: "src/main.rs", contents: main_for_copy(&read(&format!("chapters/{CHAPTER}/main.rs"))?)? },
+        File { path: "src/http.rs", contents: without_anchors(&read("src/http.rs")?) },
+        File { path: ".gitignore", contents: "/target\n".to_string() },
+    ])
+}
+
+/// Write the starter crate into `dir`, which must not exist or be empty. The crate
+/// is named `name`, or after the folder. Returns the crate's name.
+pub fn write(dir: &Path, name: Option<&str>) -> Result<String, String> {
+    let name = match name {
+        Some(name) => name.to_string(),
+        None => dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+            .ok_or_else(|| format!("{} has no folder name to name the crate after; pass --name", dir.display()))?,
+    };
+    check_name(&name)?;
+    if dir.exists() && fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?.next().is_some() {
+        return Err(format!("{} exists and is not empty: choose a new folder", dir.display()));
+    }
+    for file in files(&name)? {
+        let path: PathBuf = dir.join(file.path);
+        fs::create_dir_all(path.parent().expect("a file has a folder"))
+            .and_then(|()| fs::write(&path, &file.contents))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(name)
+}
+
+/// A name cargo takes for a package and its binary: a letter, then letters,
+/// digits, `-` or `_`.
+fn check_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!("{name:?} is not a crate name (a letter, then letters, digits, - or _); pass --name"))
+    }
+}
+
+// ANCHOR: rewrite
+/// Chapter 10's `main.rs` as the copy's `src/main.rs`: the one import of the
+/// workbook becomes a module of the crate's own.
+pub fn main_for_copy(chapter: &str) -> Result<String, String> {
+    let lines: Vec<&str> = chapter.lines().filter(|line| line.trim() == IMPORT_IN_WORKBOOK).collect();
+    if lines.len() != 1 {
+        return Err(format!("{CHAPTER}/main.rs must hold the line `{IMPORT_IN_WORKBOOK}` exactly once"));
+    }
+    let copy = without_anchors(chapter).replacen(IMPORT_IN_WORKBOOK, IMPORT_IN_COPY, 1);
+    if let Some(line) = copy.lines().find(|line| !line.trim_start().starts_with("//") && line.contains("mcp_workbook"))
+    {
+        return Err(format!("{CHAPTER}/main.rs uses the workbook beyond its HTTP base: {line:?}"));
+    }
+    Ok(copy)
+}
+// ANCHOR_END: rewrite
+
+/// The copy's `Cargo.toml`: its own name, the workbook's edition and
+/// `rust-version`, and the workbook's `[dependencies]` lines as they stand.
+pub fn manifest_for(name: &str, workbook_manifest: &str) -> Result<String, String> {
+    let package = section(workbook_manifest, "package");
+    let key = |key: &str| {
+        package
+            .iter()
+            .find(|line| line.split('=').next().is_some_and(|k| k.trim() == key))
+            .map(|line| line.trim().to_string())
+    };
+    let dependencies: Vec<&str> =
+        section(workbook_manifest, "dependencies").into_iter().filter(|line| !line.trim().is_empty()).collect();
+    let mut names: Vec<&str> = dependencies
+        .iter()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .filter_map(|line| line.split('=').next().map(str::trim))
+        .collect();
+    names.sort_unstable();
+    if names != DEPENDENCIES {
+        return Err(format!("the workbook's [dependencies] are {names:?}; the starter takes exactly {DEPENDENCIES:?}"));
+    }
+    let mut out = format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\n");
+    for line in [key("edition"), key("rust-version")].into_iter().flatten() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push_str("\n# The MCP workbook's starter stands on these four crates, nothing else.\n[dependencies]\n");
+    for line in dependencies {
+        out.push_str(line);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// The lines of a TOML `[name]` section (up to the next `[` header).
+fn section<'a>(toml: &'a str, name: &str) -> Vec<&'a str> {
+    toml.lines()
+        .skip_while(|line| line.trim() != format!("[{name}]"))
+        .skip(1)
+        .take_while(|line| !line.trim_start().starts_with('['))
+        .collect()
+}
+
+/// The text without the book's `// ANCHOR: name` and `// ANCHOR_END: name` lines.
+fn without_anchors(text: &str) -> String {
+    text.lines()
+        .filter(|line| {
+            let line = line.trim_start();
+            !(line.starts_with("// ANCHOR: ") || line.starts_with("// ANCHOR_END: "))
+        })
+        .flat_map(|line| [line, "\n"])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MANIFEST: &str = "[package]\nname = \"mcp-workbook\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
+rust-version = \"1.88\"\n\n[[bin]]\nname = \"workbook\"\n\n[dependencies]\nclap = { version = \"4\", features = [\"derive\"] }\n\
+serde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n\n[dev-dependencies]\njsonschema = \"0.30\"\n";
+
+    #[test]
+    fn the_manifest_keeps_the_workbook_versions_and_nothing_else() {
+        let manifest = manifest_for("my-server", MANIFEST).unwrap();
+        assert_eq!(
+            manifest,
+            "[package]\nname = \"my-server\"\nversion = \"0.1.0\"\nedition = \"2024\"\nrust-version = \"1.88\"\n\n\
+# The MCP workbook's starter stands on these four crates, nothing else.\n[dependencies]\n\
+clap = { version = \"4\", features = [\"derive\"] }\nserde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n"
+        );
+        let more = MANIFEST.replace("tiny_http = \"0.12\"\n", "tiny_http = \"0.12\"\nrand = \"0.9\"\n");
+        assert!(manifest_for("x", &more).unwrap_err().contains("rand"));
+    }
+
+    #[test]
+    fn the_import_becomes_a_module_and_anchors_go() {
+        let chapter = "//! Doc.\nuse clap::Parser;\nuse mcp_workbook::http;\nuse http::{Request, Response};\n\n\
+// ANCHOR: tools\nfn tools() {}\n    // ANCHOR_END: tools\n";
+        assert_eq!(
+            main_for_copy(chapter).unwrap(),
+            "//! Doc.\nuse clap::Parser;\nmod http;\nuse http::{Request, Response};\n\nfn tools() {}\n"
+        );
+        assert!(main_for_copy("use clap::Parser;\n").is_err(), "no import to rewrite");
+        let twice = "use mcp_workbook::http;\nuse mcp_workbook::http;\n";
+        assert!(main_for_copy(twice).is_err());
+        let more = "use mcp_workbook::http;\nuse mcp_workbook::replay;\n";
+        assert!(main_for_copy(more).unwrap_err().contains("beyond"));
+    }
+
+    #[test]
+    fn the_real_chapter_and_base_make_a_starter() {
+        let files = files("my-server").unwrap();
+        let paths: Vec<&str> = files.iter().map(|f| f.path).collect();
+        assert_eq!(paths, ["Cargo.toml", "Cargo.lock", "src/main.rs", "src/http.rs", ".gitignore"]);
+        for file in &files {
+            assert!(!file.contents.contains("ANCHOR"), "{} keeps an anchor", file.path);
+        }
+        assert!(files[2].contents.lines().any(|line| line == IMPORT_IN_COPY));
+    }
+
+    #[test]
+    fn names_must_suit_cargo() {
+        assert!(check_name("my-server_2").is_ok());
+        for bad in ["", "2fast", "my server", "a/b", "über"] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Chapter 7's hardening, where a transcript cannot show it: several connections at
+//! once (the worker pool), a request with no `Host` at all, the token read from the
+//! environment, and the warning printed for an address other machines can reach.
+//!
+//! What stalls a server with one worker, precisely: `tiny_http` gives every connection
+//! a thread of its own that reads the request line and the headers, and reads a body
+//! of up to 1 KiB with a declared `Content-Length` too, before it queues the request.
+//! A larger body (or a chunked one) is read by the worker that takes the request. So a
+//! client that sends half its headers, or half a small body, holds only its own
+//! connection thread; a client that declares a large body and sends it slowly holds a
+//! worker for as long as it likes. These tests pin both facts.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use mcp_workbook::replay;
+use mcp_workbook::transcript::HttpRequest;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_ch07-hardening");
+
+/// The chapter's server on a free loopback port; stopped when dropped.
+struct Server {
+    child: Child,
+    address: SocketAddr,
+}
+
+impl Server {
+    fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut child = Command::new(BINARY)
+            .args(["--bind", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("MCP_WORKBOOK_TOKEN")
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the chapter binary starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let authority = line.split("http://").nth(1).and_then(|rest| rest.split('/').next()).expect("a URL line");
+        Server { child, address: authority.parse().unwrap() }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn ping(headers: &[(&str, &str)]) -> HttpRequest {
+    let mut all = vec![("Content-Type".to_string(), "application/json".to_string())];
+    all.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    HttpRequest {
+        method: "POST".into(),
+        path: "/mcp".into(),
+        headers: all,
+        body: r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#.into(),
+    }
+}
+
+/// Open a connection and send `bytes` of a request, then leave it hanging.
+fn hang(address: SocketAddr, bytes: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.write_all(bytes.as_bytes()).unwrap();
+    // Give the server time to queue the request and hand it to a worker.
+    std::thread::sleep(Duration::from_millis(300));
+    stream
+}
+
+/// A request head that promises a 4 KiB body, and the first bytes of it.
+const SLOW_UPLOAD: &str = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                           Content-Length: 4096\r\n\r\n{\"jsonrpc\": \"2.0\", ";
+
+#[test]
+fn a_slow_upload_holds_one_worker_and_the_others_still_answer() {
+    let server = Server::start(&["--workers", "2"], &[]);
+    let _slow = hang(server.address, SLOW_UPLOAD);
+    let answer = replay::send(server.address, &ping(&[])).expect("the second worker answers");
+    assert_eq!(answer.status, 200, "{answer:?}");
+}
+
+#[test]
+fn with_one_worker_a_slow_upload_stalls_everyone_else() {
+    let server = Server::start(&["--workers", "1"], &[]);
+    let slow = hang(server.address, SLOW_UPLOAD);
+
+    let mut waiting = TcpStream::connect(server.address).unwrap();
+    let body = r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    waiting.write_all(head.as_bytes()).unwrap();
+    waiting.write_all(body.as_bytes()).unwrap();
+    waiting.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let mut buffer = [0u8; 64];
+    let stalled = waiting.read(&mut buffer);
+    assert!(stalled.is_err(), "the only worker is reading the slow upload, yet got {stalled:?}");
+
+    // The slow client gives up: the worker's read fails, and it takes the next request.
+    drop(slow);
+    waiting.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut response = String::new();
+    waiting.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+}
+
+#[test]
+fn half_a_request_head_stalls_nobody_even_with_one_worker() {
+    let server = Server::start(&["--workers", "1"], &[]);
+    let _half = hang(server.address, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le");
+    assert_eq!(replay::send(server.address, &ping(&[])).unwrap().status, 200);
+}
+
+#[test]
+fn half_a_small_body_stalls_nobody_even_with_one_worker() {
+    let server = Server::start(&["--workers", "1"], &[]);
+    let head =
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{";
+    let _half = hang(server.address, head);
+    assert_eq!(replay::send(server.address, &ping(&[])).unwrap().status, 200);
+}
+
+#[test]
+fn a_request_without_host_is_refused() {
+    let server = Server::start(&[], &[]);
+    let mut stream = TcpStream::connect(server.address).unwrap();
+    let body = r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#;
+    let request =
+        format!("POST /mcp HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.0 403"), "{response}");
+}
+
+#[test]
+fn the_token_can_come_from_the_environment() {
+    let server = Server::start(&[], &[("MCP_WORKBOOK_TOKEN", "from-the-environment")]);
+    assert_eq!(replay::send(server.address, &ping(&[])).unwrap().status, 401);
+    let with_token = ping(&[("Authorization", "Bearer from-the-environment")]);
+    assert_eq!(replay::send(server.address, &with_token).unwrap().status, 200);
+}
+
+#[test]
+fn the_flag_wins_over_the_environment() {
+    let server = Server::start(&["--token", "from-the-flag"], &[("MCP_WORKBOOK_TOKEN", "from-the-environment")]);
+    let old = ping(&[("Authorization", "Bearer from-the-environment")]);
+    assert_eq!(replay::send(server.address, &old).unwrap().status, 401);
+    let new = ping(&[("Authorization", "Bearer from-the-flag")]);
+    assert_eq!(replay::send(server.address, &new).unwrap().status, 200);
+}
+
+#[test]
+fn an_empty_token_is_no_token() {
+    let server = Server::start(&[], &[("MCP_WORKBOOK_TOKEN", "")]);
+    assert_eq!(replay::send(server.address, &ping(&[])).unwrap().status, 200);
+}
+
+/// 192.0.2.1 is reserved for documentation (RFC 5737): no machine has it, so the bind
+/// fails after the warning and nothing is ever exposed.
+#[test]
+fn an_address_other_machines_reach_prints_a_warning() {
+    let output = Command::new(BINARY).args(["--bind", "192.0.2.1:0"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("warning: binding to 192.0.2.1:0"), "{stderr}");
+    assert!(!output.status.success());
+
+    let mut quiet = Command::new(BINARY)
+        .args(["--bind", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(quiet.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    quiet.kill().unwrap();
+    let output = quiet.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "", "a loopback address needs no warning");
+}

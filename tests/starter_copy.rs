@@ -1,0 +1,132 @@
+//! The starter stands alone: `workbook starter DIR` writes chapter 10 as a new crate,
+//! the crate builds offline with nothing but its four dependencies (from the local
+//! cargo cache, warm because the workbook itself just built), and the binary it
+//! builds passes chapter 10's whole transcript, over HTTP and over stdio.
+//!
+//! The copy builds in its own target folder under the temporary folder: the
+//! workbook's own is locked by the `cargo test` running this test. A debug build of
+//! the four crates takes some ten seconds on two cores.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mcp_workbook::chapters;
+use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::starter;
+use mcp_workbook::transcript;
+
+/// A scratch folder under the system's temporary folder, removed when dropped
+/// (kept when the test fails, so the copy can be inspected).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let path = std::env::temp_dir().join(format!("mcp-workbook-starter-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("a scratch folder");
+        Scratch(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn run(command: &mut Command) -> (bool, String) {
+    let output = command.output().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text)
+}
+
+#[test]
+fn the_starter_copied_into_a_new_crate_builds_and_passes_its_transcript() {
+    let scratch = Scratch::new();
+    let copy = scratch.0.join("my-server");
+
+    // 1. The workbook writes the crate.
+    let (ok, said) = run(Command::new(env!("CARGO_BIN_EXE_workbook")).arg("starter").arg(&copy));
+    assert!(ok, "workbook starter failed:\n{said}");
+    for file in ["Cargo.toml", "Cargo.lock", "src/main.rs", "src/http.rs", ".gitignore"] {
+        assert!(copy.join(file).is_file(), "the copy has no {file}");
+    }
+    let main = std::fs::read_to_string(copy.join("src/main.rs")).unwrap();
+    assert!(!main.contains("mcp_workbook"), "the copy still reaches into the workbook");
+
+    // 2. It builds offline, on its own, without a warning.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let target = scratch.0.join("target");
+    let (ok, said) = run(Command::new(&cargo)
+        .args(["build", "--offline"])
+        .current_dir(&copy)
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("RUSTFLAGS"));
+    assert!(ok, "the copy does not build:\n{said}");
+    assert!(!said.contains("warning"), "the copy builds with warnings:\n{said}");
+    let binary = target.join("debug").join(format!("my-server{}", std::env::consts::EXE_SUFFIX));
+
+    // 3. Its `--help` says what every flag does.
+    let (ok, help) = run(Command::new(&binary).arg("--help"));
+    assert!(ok, "--help failed:\n{help}");
+    let undocumented = undocumented_flags(&help);
+    assert!(undocumented.is_empty(), "flags without a description in --help: {undocumented:?}\n{help}");
+
+    // 4. It passes chapter 10's transcript, every exchange, both transports.
+    replay_starter_transcript(&binary);
+}
+
+/// The options in clap's `--help` that have no description. Clap puts a description
+/// after the flag on the same line (`  -x, --flag <VALUE>  text`) or, when the help
+/// is long, on the lines below it, indented deeper.
+fn undocumented_flags(help: &str) -> Vec<String> {
+    let lines: Vec<&str> = help.lines().collect();
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let mut undocumented = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let option = line.trim();
+        if !option.starts_with('-') {
+            continue;
+        }
+        let same_line = option.split_once("  ").is_some_and(|(_, text)| !text.trim().is_empty());
+        let below = lines.get(i + 1).is_some_and(|next| {
+            !next.trim().is_empty() && !next.trim().starts_with('-') && indent(next) > indent(line)
+        });
+        if !same_line && !below {
+            undocumented.push(option.to_string());
+        }
+    }
+    undocumented
+}
+
+fn replay_starter_transcript(binary: &Path) {
+    let chapter = chapters::find(starter::CHAPTER).expect("the starter is a chapter");
+    let path = chapter.transcript_path();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let transcript = transcript::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(!transcript.exchanges.is_empty() && !transcript.stdio.is_empty(), "the starter shows both transports");
+
+    let server = RunningServer::start(binary, &transcript.server_args).expect("the copy starts");
+    let mut failures: Vec<String> =
+        replay::replay(&transcript, server.address).iter().filter(|o| !o.passed()).map(replay::explain).collect();
+    failures
+        .extend(replay::replay_stdio(&transcript, binary).iter().filter(|o| !o.passed()).map(replay::explain_stdio));
+    assert!(
+        failures.is_empty(),
+        "the copy differs from {} in {} exchanges:\n\n{}\nHTTP server stderr:\n{}",
+        path.display(),
+        failures.len(),
+        failures.join("\n"),
+        server.stderr()
+    );
+}
+
+#[test]
+fn the_help_check_finds_a_flag_without_text() {
+    let short = "Options:\n      --bind <BIND>  Address to listen on\n      --quiet\n  -h, --help  Print help\n";
+    assert_eq!(undocumented_flags(short), ["--quiet"]);
+    let long = "Options:\n      --bind <BIND>\n          Address to listen on\n      --quiet\n  -h, --help\n          Print help\n";
+    assert_eq!(undocumented_flags(long), ["--quiet"]);
+}
