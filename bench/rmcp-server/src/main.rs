@@ -125,7 +125,8 @@ async fn main() -> std::io::Result<()> {
     let config = StreamableHttpServerConfig::default().with_legacy_session_mode(false).with_json_response(true);
     // The service asks for a handler per request; hand out clones of one built once.
     let tools = Tools::new();
-    let service = StreamableHttpService::new(move || Ok(tools.clone()), Arc::new(NeverSessionManager::default()), config);
+    let service =
+        StreamableHttpService::new(move || Ok(tools.clone()), Arc::new(NeverSessionManager::default()), config);
     let router = axum::Router::new().nest_service("/mcp", service);
 
     let listener = tokio::net::TcpListener::bind(&bind).await?;
