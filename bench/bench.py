@@ -688,7 +688,8 @@ def main() -> None:
             "build_runs": args.build_runs,
             "pinning": (f"server on CPU {server_cpus}, wrk on CPU {client_cpus}" if server_cpus
                         else "none: server and wrk share every CPU"),
-            "load_generator": "wrk -t1 (one event-loop thread), keep-alive, closed loop, --timeout 5s, bench/pingme.lua",
+            "load_generator": "wrk -t1 (one event-loop thread), keep-alive connections, closed loop, --timeout 5s, "
+            "bench/pingme.lua; latency percentiles as wrk reports them, with its correction for coordinated omission",
         }
         data["servers"] = [
             {"key": s.key, "label": s.label, "config": s.config(), "build_s": s.builds, "size_bytes": s.size}
