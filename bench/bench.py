@@ -259,11 +259,17 @@ class CargoServer(Server):
         self.size: int | None = None
         self.build_env: dict[str, str] = {}
 
+    locked = True
+
     def build_command(self) -> list[str]:
-        return ["cargo", "build", "--release", "--locked", "--manifest-path", str(self.manifest), *self.package_args]
+        # The starter's copy carries the workbook's whole Cargo.lock; cargo drops the
+        # entries it does not use (the versions it uses stay as locked), so no --locked.
+        locked = ["--locked"] if self.locked else []
+        return ["cargo", "build", "--release", *locked, "--manifest-path", str(self.manifest), *self.package_args]
 
     def prepare(self, args) -> None:
-        run(["cargo", "fetch", "--locked", "--manifest-path", str(self.manifest)])  # downloads are not build time
+        # Downloads are not build time.
+        run(["cargo", "fetch", *(["--locked"] if self.locked else []), "--manifest-path", str(self.manifest)])
         if args.build_runs == 0:
             # Warm build in the usual target directory: for trying the harness quickly.
             result = run(self.build_command(), env=dict(os.environ, **self.build_env))
@@ -299,11 +305,23 @@ class Starter(CargoServer):
         self.manifest = workbook / "Cargo.toml"
         self.binary_name = bin_name
         self.package_args = ["--bin", bin_name]
-        self.label = bin_name
+        self.label = f"starter ({bin_name})"
         self.workers = workers
         self.has_workers_flag = False
+        self.written_out = False
 
     def prepare(self, args) -> None:
+        workbook = self.manifest.parent
+        if self.binary_name == "ch10-starter" and (workbook / "src" / "starter.rs").exists():
+            # Build the starter as a reader does: written out by `workbook starter` as a
+            # crate of its own, with only its four dependencies (that build is not timed).
+            copy = Path(args.scratch) / "mcp-starter"
+            made = run(["cargo", "run", "--release", "--locked", "--quiet", "--manifest-path", str(self.manifest),
+                        "--bin", "workbook", "--", "starter", str(copy)])
+            if made.returncode != 0:
+                raise RuntimeError(f"workbook starter failed:\n{made.stderr}")
+            self.manifest, self.binary_name, self.package_args = copy / "Cargo.toml", "mcp-starter", []
+            self.written_out, self.locked = True, False
         super().prepare(args)
         self.has_workers_flag = "--workers" in run([str(self.binary), "--help"]).stdout
 
@@ -314,6 +332,9 @@ class Starter(CargoServer):
             workers = f"--workers {self.workers}"
         else:
             workers = "its default --workers"
+        if self.written_out:
+            return (f"chapter 10 written out by `workbook starter` as a crate of its own (four dependencies), "
+                    f"cargo release profile, {workers}")
         return f"the workbook's `{self.binary_name}`, cargo release profile, {workers}"
 
     def command(self, port: int) -> list[str]:
@@ -614,6 +635,8 @@ def main() -> None:
                         "into bench/target/workbook; default: this checkout as it is")
     parser.add_argument("--workbook", metavar="DIR",
                         help="take the starter from the workbook checked out in DIR, as it is (for trying a change)")
+    parser.add_argument("--source-note", metavar="TEXT",
+                        help="how to describe the starter's source in the results (with --workbook)")
     parser.add_argument("--servers", default="starter,rmcp,python,ceiling",
                         help="which servers, comma-separated (the starter is always measured)")
     parser.add_argument("--runs", type=int, default=3, help="runs of the whole load matrix (default 3)")
@@ -672,7 +695,8 @@ def main() -> None:
     data: dict = {"environment": environment(args), "load_before": loadavg()}
     data["environment"]["starter_source"] = (
         f"{args.workbook_ref} ({(workbook / '.bench-commit').read_text().strip()[:10]})" if args.workbook_ref
-        else f"{workbook}" if args.workbook else f"this checkout ({data['environment']['commit']})")
+        else (args.source_note or f"{workbook}") if args.workbook
+        else f"this checkout ({data['environment']['commit']})")
     log(f"load average before: {data['load_before']}")
     try:
         log("building" + (" (cold, timed)" if args.build_runs else " (warm, not timed)"))
