@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 /// One chapter: a folder under `chapters/` holding `main.rs` (the server, built as a
-/// binary of the same name) and `transcript.md` (its wire truth).
+/// binary of the same name), `transcript.md` (its wire truth) and `exercise.rs` (the
+/// learner's copy of `main.rs`, built as `NAME-exercise`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Chapter {
     pub number: u8,
@@ -34,6 +35,21 @@ impl Chapter {
 
     pub fn transcript_path(&self) -> PathBuf {
         self.folder().join("transcript.md")
+    }
+
+    /// The chapter's complete server, `main.rs`: the exercise's solution.
+    pub fn solution_path(&self) -> PathBuf {
+        self.folder().join("main.rs")
+    }
+
+    /// The learner's file, `exercise.rs`: `main.rs` with the chapter's piece left as TODOs.
+    pub fn exercise_path(&self) -> PathBuf {
+        self.folder().join("exercise.rs")
+    }
+
+    /// The exercise's binary: `ch01-envelope-exercise`.
+    pub fn exercise_binary(&self) -> String {
+        format!("{}-exercise", self.name)
     }
 }
 

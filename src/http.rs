@@ -257,6 +257,8 @@ fn pass_response(from_inner: &mut BufReader<TcpStream>, to_client: &mut TcpStrea
         && !says_close(&head)
 }
 
+// ANCHOR_END: door
+
 /// The old way, for a chunked request: one request, relayed both ways until the end.
 fn relay_to_the_end(
     head: &[u8],
@@ -351,7 +353,6 @@ fn reason(status: u16) -> &'static str {
         _ => "",
     }
 }
-// ANCHOR_END: door
 
 fn to_tiny_http(response: Response) -> tiny_http::Response<io::Cursor<Vec<u8>>> {
     let length = response.body.len();

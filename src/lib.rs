@@ -4,10 +4,12 @@
 //! - [`http`]: the synchronous `tiny_http` loop; chapters hand it a pure function.
 //! - [`transcript`]: a chapter's wire exchanges, parsed from its Markdown file.
 //! - [`replay`]: send those exchanges to a running server and compare the answers.
+//! - [`check`]: the learner's check: the replay, told in plain words.
 //! - [`chapters`]: which chapters exist.
 //! - [`starter`]: chapter 10 written out as a crate of your own.
 
 pub mod chapters;
+pub mod check;
 pub mod http;
 pub mod replay;
 pub mod starter;

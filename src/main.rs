@@ -1,18 +1,26 @@
 //! `workbook`: the workbook's own command line.
 //!
 //! ```text
-//! cargo run -- list              the chapters
-//! cargo run -- check 3           build chapter 3, start it, replay its transcript
-//! cargo run -- check 3 --url U   replay chapter 3's transcript against a server you run
-//! cargo run -- bless 3           rewrite chapter 3's transcript from what it answers now
-//! cargo run -- starter DIR       write the starter (chapter 10) as a new crate in DIR
+//! cargo run -- list                   the chapters
+//! cargo run -- check 3                build your exercise for chapter 3, start it, replay
+//!                                     the chapter's transcript and say what to fix
+//! cargo run -- check 3 --solution     the same against the chapter's own server
+//! cargo run -- check 3 --url U        the same against a server you started yourself
+//! cargo run -- bless 3                rewrite chapter 3's transcript from what it answers now
+//! cargo run -- starter DIR            write the starter (chapter 10) as a new crate in DIR
 //! ```
+//!
+//! `check` exits 0 when every exchange matches, 1 when some do not, 2 when it could
+//! not check at all (the exercise does not compile, the server does not start).
 
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use mcp_workbook::chapters::{self, Chapter};
+use mcp_workbook::check::{self, Target};
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::starter;
 use mcp_workbook::transcript::{self, Transcript};
@@ -28,11 +36,14 @@ struct Cli {
 enum Action {
     /// List the chapters.
     List,
-    /// Replay a chapter's transcript against its server and report each exchange.
+    /// Check your exercise: start it, replay the chapter's transcript, say what to fix.
     Check {
         /// Chapter number or name: `1`, `ch01`, `ch01-envelope`.
         chapter: String,
-        /// Talk to a server already running at this URL instead of starting one.
+        /// Check the chapter's own server (the solution) instead of your exercise.
+        #[arg(long, conflicts_with = "url")]
+        solution: bool,
+        /// Check a server you started yourself, at this URL (`http://127.0.0.1:8080/mcp`).
         #[arg(long)]
         url: Option<String>,
     },
@@ -63,7 +74,14 @@ fn main() -> ExitCode {
             }
             Ok(true)
         }
-        Action::Check { chapter, url } => with_chapter(&chapter).and_then(|c| check(c, url.as_deref())),
+        Action::Check { chapter, solution, url } => {
+            let target = match (solution, url) {
+                (_, Some(url)) => Target::Url(url),
+                (true, None) => Target::Solution,
+                (false, None) => Target::Exercise,
+            };
+            with_chapter(&chapter).and_then(|c| check(c, &target))
+        }
         Action::Bless { chapter } => with_chapter(&chapter).and_then(bless),
         Action::Starter { dir, name } => write_starter(&dir, name.as_deref()),
     };
@@ -88,24 +106,25 @@ fn load_transcript(chapter: &Chapter) -> Result<(String, Transcript), String> {
     Ok((text, parsed))
 }
 
-/// Build the chapter's binary, so a check never runs stale code.
-fn build(chapter: &Chapter) -> Result<(), String> {
+/// Build a binary, so a check never runs stale code, and give its path.
+fn build(binary: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--quiet", "--bin", chapter.name])
+        .args(["build", "--quiet", "--bin", binary])
         .current_dir(chapters::workbook_root())
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
-        return Err(format!("{} does not build (the compiler's message is above)", chapter.name));
+        return Err(format!(
+            "{binary} does not compile. The compiler's messages are above: start with the first error."
+        ));
     }
-    Ok(())
+    Ok(binary_path(binary))
 }
 
-/// Build the chapter's binary and start it as an HTTP server on port 0.
-fn start(chapter: &Chapter, transcript: &Transcript) -> Result<RunningServer, String> {
-    build(chapter)?;
-    RunningServer::start(&binary_path(chapter.name), &transcript.server_args).map_err(|e| e.to_string())
+/// Build a binary and start it as an HTTP server on port 0, with the transcript's flags.
+fn start(binary: &str, transcript: &Transcript) -> Result<RunningServer, String> {
+    RunningServer::start(&build(binary)?, &transcript.server_args).map_err(|e| e.to_string())
 }
 
 /// Chapter binaries sit next to this one, in `target/debug` (or `release`).
@@ -114,66 +133,48 @@ fn binary_path(name: &str) -> PathBuf {
     me.with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
-fn check(chapter: &Chapter, url: Option<&str>) -> Result<bool, String> {
+fn check(chapter: &Chapter, target: &Target) -> Result<bool, String> {
     let (_, transcript) = load_transcript(chapter)?;
-    let server;
-    let mut outcomes = Vec::new(); // (passed, report) per exchange, in replay order
-    if !transcript.exchanges.is_empty() {
-        let address = match url {
-            Some(url) => replay::address_of_url(url).ok_or_else(|| format!("not an http://HOST:PORT URL: {url}"))?,
-            None => {
-                server = start(chapter, &transcript)?;
-                server.address
-            }
-        };
-        println!("Checking {} against http://{address}/mcp\n", chapter.name);
-        for outcome in replay::replay(&transcript, address) {
-            let report =
-                if outcome.passed() { format!("✓ {}\n", outcome.exchange.title) } else { replay::explain(&outcome) };
-            print!("{report}");
-            outcomes.push(outcome.passed());
-        }
+    if *target == Target::Exercise && !chapter.exercise_path().exists() {
+        return Err(format!(
+            "chapter {} has no exercise yet; `cargo run -- check {} --solution` checks the chapter itself",
+            chapter.number, chapter.number
+        ));
     }
-    if !transcript.stdio.is_empty() {
-        if url.is_some() {
-            // A URL reaches a server over HTTP only; stdio needs a process to start.
-            println!(
-                "\n(skipped {} stdio exchanges: they start the chapter's binary, not a URL)",
-                transcript.stdio.len()
-            );
-        } else {
-            if transcript.exchanges.is_empty() {
-                build(chapter)?;
-            }
-            let binary = binary_path(chapter.name);
-            println!(
-                "\nChecking {} over stdio: {} {}\n",
-                chapter.name,
-                chapter.name,
-                transcript.stdio_args().join(" ")
-            );
-            for outcome in replay::replay_stdio(&transcript, &binary) {
-                let report = if outcome.passed() {
-                    format!("✓ {}\n", outcome.exchange.title)
-                } else {
-                    replay::explain_stdio(&outcome)
-                };
-                print!("{report}");
-                outcomes.push(outcome.passed());
-            }
+    let results = match target {
+        Target::Exercise | Target::Solution => {
+            let binary = if *target == Target::Exercise { chapter.exercise_binary() } else { chapter.name.to_string() };
+            let program = build(&binary)?;
+            println!("{}", check::heading(chapter, target, &transcript));
+            check::run_binary(&transcript, &program)?
         }
-    }
-    let passed = outcomes.iter().filter(|&&passed| passed).count();
-    let failed = outcomes.len() - passed;
-    println!("\n{passed} passed, {failed} failed");
-    Ok(failed == 0)
+        Target::Url(url) => {
+            let address =
+                replay::address_of_url(url).ok_or_else(|| format!("not an http://HOST:PORT/mcp URL: {url}"))?;
+            if TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_err() {
+                return Err(format!(
+                    "nothing answers at {url}. Start your server first, in another terminal: \
+                     `cargo run --bin {} -- --bind {address}{}`",
+                    chapter.exercise_binary(),
+                    transcript.server_args.iter().map(|arg| format!(" {arg}")).collect::<String>()
+                ));
+            }
+            println!("{}", check::heading(chapter, target, &transcript));
+            check::run(&transcript, address, None)
+        }
+    };
+    print!("{}", check::render(&results, target));
+    // A server at a URL is reached over HTTP only: stdio exchanges need a process.
+    let unchecked = if matches!(target, Target::Url(_)) { transcript.stdio.len() } else { 0 };
+    print!("{}", check::summary(chapter, target, &results, unchecked));
+    Ok(check::all_passed(&results))
 }
 
 fn bless(chapter: &Chapter) -> Result<bool, String> {
     let (text, transcript) = load_transcript(chapter)?;
     let mut blessed = text.clone();
     if !transcript.exchanges.is_empty() {
-        let server = start(chapter, &transcript)?;
+        let server = start(chapter.name, &transcript)?;
         let mut recorded = Vec::new();
         for exchange in &transcript.exchanges {
             let actual = replay::send(server.address, &exchange.request)
@@ -181,11 +182,9 @@ fn bless(chapter: &Chapter) -> Result<bool, String> {
             recorded.push(replay::as_recorded(&actual, &exchange.expected));
         }
         blessed = transcript::replace_responses(&blessed, &recorded).map_err(|e| e.to_string())?;
-    } else {
-        build(chapter)?;
     }
     if !transcript.stdio.is_empty() {
-        let (binary, args) = (binary_path(chapter.name), transcript.stdio_args());
+        let (binary, args) = (build(chapter.name)?, transcript.stdio_args());
         let mut recorded = Vec::new();
         for exchange in &transcript.stdio {
             let run = replay::run_stdio(&binary, &args, &exchange.input)

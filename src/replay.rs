@@ -245,9 +245,122 @@ fn bodies_match(expected: &str, actual: &str) -> bool {
 }
 // ANCHOR_END: compare
 
+// ANCHOR: strictness
+/// How strictly a response is held to its transcript.
+///
+/// The one rule on free text, kept here and nowhere else. Three kinds of text are
+/// sentences for a reader, worded as the server sees fit, which a learner cannot be
+/// expected to guess:
+/// - `error.message` of a JSON-RPC error (JSON-RPC 2.0, section 5.1: "a String
+///   providing a short description of the error");
+/// - the `text` of each text block of a failed tool result (`isError: true`): words for
+///   the model about what went wrong (`2025-11-25/server/tools.mdx`, "Error Handling");
+/// - in a `tools/list` result, every `title` and `description` of a tool and of
+///   anything in its schemas: words for the model and for people about what the tool
+///   does and when to call it (same file, "Tool").
+///
+/// With [`Strictness::Learner`] such a text may differ, and is reported as a [`Note`],
+/// not a mismatch. And a text block that holds JSON (the text copy of
+/// `structuredContent`, same file, "Structured Content") compares as JSON: key order and
+/// spacing are the serializer's. Everything else still compares exactly (status,
+/// headers, `error.code`, `isError`, the id and its type, a successful tool's text). The
+/// cargo tests compare with [`Strictness::Exact`]: a transcript records what its own
+/// chapter says, byte for byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strictness {
+    Exact,
+    Learner,
+}
+// ANCHOR_END: strictness
+
+/// A difference that does not fail an exchange under [`Strictness::Learner`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// Where in the body: `error.message`, `result.content[0].text`.
+    pub path: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+/// [`compare`], with free text let through as notes when `strictness` says so.
+pub fn compare_with(
+    expected: &HttpResponse,
+    actual: &HttpResponse,
+    strictness: Strictness,
+) -> (Vec<Mismatch>, Vec<Note>) {
+    if strictness == Strictness::Learner
+        && let Some((notes, forgiven)) = forgive(&expected.body, &actual.body)
+    {
+        return (compare(expected, &HttpResponse { body: forgiven, ..actual.clone() }), notes);
+    }
+    (compare(expected, actual), Vec::new())
+}
+
+/// The `actual` message as [`Strictness::Learner`] compares it: each free text (see
+/// [`Strictness`]) that differs is noted and replaced by the expected words, and a JSON
+/// text block equal as JSON to the expected one is replaced by it. `None` when the
+/// messages are not JSON or nothing was replaced.
+fn forgive(expected: &str, actual: &str) -> Option<(Vec<Note>, String)> {
+    let expected: Value = serde_json::from_str(expected).ok()?;
+    let mut forgiven: Value = serde_json::from_str(actual).ok()?;
+    let failed = |body: &Value| body.pointer("/result/isError") == Some(&Value::Bool(true));
+    let tool_failed = failed(&expected) && failed(&forgiven);
+    let blocks = expected.pointer("/result/content").and_then(Value::as_array).map_or(0, Vec::len);
+    // Each place as a JSON pointer, as the learner reads it, and whether its words are free.
+    let mut places = vec![("/error/message".to_string(), "error.message".to_string(), true)];
+    places.extend(
+        (0..blocks).map(|i| (format!("/result/content/{i}/text"), format!("result.content[{i}].text"), tool_failed)),
+    );
+    if let Some(Value::Array(tools)) = expected.pointer("/result/tools") {
+        for (i, tool) in tools.iter().enumerate() {
+            prose_in(tool, &format!("/result/tools/{i}"), &format!("result.tools[{i}]"), &mut places);
+        }
+    }
+    let (mut notes, mut replaced) = (Vec::new(), false);
+    for (place, path, words_are_free) in places {
+        let (Some(Value::String(wanted)), Some(Value::String(given))) =
+            (expected.pointer(&place), forgiven.pointer(&place))
+        else {
+            continue;
+        };
+        if wanted == given {
+            continue;
+        }
+        let same_json = matches!(
+            (serde_json::from_str::<Value>(wanted), serde_json::from_str::<Value>(given)),
+            (Ok(a), Ok(b)) if a == b
+        );
+        if !(words_are_free || same_json) {
+            continue;
+        }
+        if !same_json {
+            notes.push(Note { path, expected: wanted.clone(), actual: given.clone() });
+        }
+        *forgiven.pointer_mut(&place).expect("just read") = Value::String(wanted.clone());
+        replaced = true;
+    }
+    replaced.then(|| (notes, forgiven.to_string()))
+}
+
+/// Every string `title` or `description` member inside `value` (found at `pointer`,
+/// shown as `path`), at any depth, as a free place for [`forgive`].
+fn prose_in(value: &Value, pointer: &str, path: &str, places: &mut Vec<(String, String, bool)>) {
+    let Value::Object(members) = value else { return };
+    for (key, member) in members {
+        // A JSON pointer escapes `~` and `/` in a key.
+        let (pointer, path) =
+            (format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1")), format!("{path}.{key}"));
+        match member {
+            Value::String(_) if key == "title" || key == "description" => places.push((pointer, path, true)),
+            Value::Object(_) => prose_in(member, &pointer, &path, places),
+            _ => {}
+        }
+    }
+}
+
 /// JSON pretty-printed with sorted keys (so two bodies line up for a diff); anything
 /// else as it is.
-fn normalized(body: &str) -> String {
+pub fn normalized(body: &str) -> String {
     match serde_json::from_str::<Value>(body) {
         Ok(json) => serde_json::to_string_pretty(&json).expect("a Value always serializes"),
         Err(_) => body.trim_end().to_string(),
@@ -261,6 +374,8 @@ pub struct Outcome<'a> {
     pub actual: Result<HttpResponse, String>,
     /// Empty when the exchange passed.
     pub mismatches: Vec<Mismatch>,
+    /// Differences that do not count (see [`Strictness`]); always empty when exact.
+    pub notes: Vec<Note>,
 }
 
 impl Outcome<'_> {
@@ -269,16 +384,20 @@ impl Outcome<'_> {
     }
 }
 
-/// Send every exchange of `transcript` to `address`, in order.
+/// Send every exchange of `transcript` to `address`, in order, and compare exactly.
 pub fn replay(transcript: &Transcript, address: SocketAddr) -> Vec<Outcome<'_>> {
-    transcript
-        .exchanges
-        .iter()
-        .map(|exchange| match send(address, &exchange.request) {
-            Ok(actual) => Outcome { exchange, mismatches: compare(&exchange.expected, &actual), actual: Ok(actual) },
-            Err(error) => Outcome { exchange, actual: Err(error.to_string()), mismatches: Vec::new() },
-        })
-        .collect()
+    transcript.exchanges.iter().map(|exchange| run_exchange(exchange, address, Strictness::Exact)).collect()
+}
+
+/// Send one exchange's request to `address` and compare the answer with `strictness`.
+pub fn run_exchange(exchange: &Exchange, address: SocketAddr, strictness: Strictness) -> Outcome<'_> {
+    match send(address, &exchange.request) {
+        Ok(actual) => {
+            let (mismatches, notes) = compare_with(&exchange.expected, &actual, strictness);
+            Outcome { exchange, actual: Ok(actual), mismatches, notes }
+        }
+        Err(error) => Outcome { exchange, actual: Err(error.to_string()), mismatches: Vec::new(), notes: Vec::new() },
+    }
 }
 
 /// A failed exchange explained for a reader: what was sent, what differed, and a
@@ -518,6 +637,36 @@ pub fn compare_stdio(expected: &[String], actual: &StdioRun) -> Vec<StdioMismatc
     mismatches
 }
 
+/// [`compare_stdio`], with free text let through as notes when `strictness` says so:
+/// each line written is one message, held to the same rule as an HTTP body.
+pub fn compare_stdio_with(
+    expected: &[String],
+    actual: &StdioRun,
+    strictness: Strictness,
+) -> (Vec<StdioMismatch>, Vec<Note>) {
+    let lines = actual.lines();
+    if strictness == Strictness::Exact || lines.len() != expected.len() {
+        return (compare_stdio(expected, actual), Vec::new());
+    }
+    let mut notes = Vec::new();
+    let mut forgiven_stdout = String::new();
+    for (wanted, given) in expected.iter().zip(&lines) {
+        match forgive(wanted, given) {
+            Some((line_notes, forgiven)) => {
+                notes.extend(line_notes);
+                forgiven_stdout.push_str(&forgiven);
+            }
+            None => forgiven_stdout.push_str(given),
+        }
+        forgiven_stdout.push('\n');
+    }
+    if !actual.stdout.ends_with('\n') {
+        forgiven_stdout.pop(); // keep an unterminated last line unterminated
+    }
+    let forgiven = StdioRun { stdout: forgiven_stdout, ..actual.clone() };
+    (compare_stdio(expected, &forgiven), notes)
+}
+
 /// What one stdio exchange gave.
 pub struct StdioOutcome<'a> {
     pub exchange: &'a StdioExchange,
@@ -525,6 +674,8 @@ pub struct StdioOutcome<'a> {
     pub actual: Result<StdioRun, String>,
     /// Empty when the exchange passed.
     pub mismatches: Vec<StdioMismatch>,
+    /// Differences that do not count (see [`Strictness`]); always empty when exact.
+    pub notes: Vec<Note>,
 }
 
 impl StdioOutcome<'_> {
@@ -534,17 +685,28 @@ impl StdioOutcome<'_> {
 }
 
 /// Run every stdio exchange of `transcript`, each in a fresh `program` started with
-/// [`Transcript::stdio_args`].
+/// [`Transcript::stdio_args`], and compare exactly.
 pub fn replay_stdio<'a>(transcript: &'a Transcript, program: &Path) -> Vec<StdioOutcome<'a>> {
     let args = transcript.stdio_args();
-    transcript
-        .stdio
-        .iter()
-        .map(|exchange| match run_stdio(program, &args, &exchange.input) {
-            Ok(run) => StdioOutcome { exchange, mismatches: compare_stdio(&exchange.expected, &run), actual: Ok(run) },
-            Err(error) => StdioOutcome { exchange, actual: Err(error.to_string()), mismatches: Vec::new() },
-        })
-        .collect()
+    transcript.stdio.iter().map(|exchange| run_stdio_exchange(exchange, program, &args, Strictness::Exact)).collect()
+}
+
+/// Run one stdio exchange in a fresh `program ARGS` and compare with `strictness`.
+pub fn run_stdio_exchange<'a>(
+    exchange: &'a StdioExchange,
+    program: &Path,
+    args: &[String],
+    strictness: Strictness,
+) -> StdioOutcome<'a> {
+    match run_stdio(program, args, &exchange.input) {
+        Ok(run) => {
+            let (mismatches, notes) = compare_stdio_with(&exchange.expected, &run, strictness);
+            StdioOutcome { exchange, actual: Ok(run), mismatches, notes }
+        }
+        Err(error) => {
+            StdioOutcome { exchange, actual: Err(error.to_string()), mismatches: Vec::new(), notes: Vec::new() }
+        }
+    }
 }
 
 /// A failed stdio exchange explained for a reader: what was written, what differed
@@ -587,6 +749,7 @@ pub fn explain_stdio(outcome: &StdioOutcome) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn response(status: u16, body: &str) -> HttpResponse {
         HttpResponse { status, headers: vec![("Content-Type".into(), "application/json".into())], body: body.into() }
@@ -599,6 +762,79 @@ mod tests {
         // The id's type is part of the value: "1" is not 1.
         let mismatches = compare(&expected, &response(200, r#"{"jsonrpc":"2.0","id":"1"}"#));
         assert!(matches!(mismatches.as_slice(), [Mismatch::Body { .. }]), "{mismatches:?}");
+    }
+
+    #[test]
+    fn a_learner_may_word_error_messages_freely() {
+        let expected =
+            response(200, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: ping"}}"#);
+        let reworded = response(200, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no such method"}}"#);
+        let (mismatches, notes) = compare_with(&expected, &reworded, Strictness::Learner);
+        assert!(mismatches.is_empty(), "{mismatches:?}");
+        assert_eq!(notes[0].actual, "no such method");
+        // The code still counts, and the cargo tests still want the exact words.
+        let wrong_code =
+            response(200, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"no such method"}}"#);
+        assert_eq!(compare_with(&expected, &wrong_code, Strictness::Learner).0.len(), 1);
+        assert_eq!(compare_with(&expected, &reworded, Strictness::Exact).0.len(), 1);
+        // A message that is not a string is not a message.
+        let no_message = response(200, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601}}"#);
+        assert_eq!(compare_with(&expected, &no_message, Strictness::Learner).0.len(), 1);
+    }
+
+    #[test]
+    fn a_learner_may_word_a_failed_tool_result_freely() {
+        let result = |is_error: bool, text: &str| {
+            response(
+                200,
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"result":{{"isError":{is_error},"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+                ),
+            )
+        };
+        let expected = result(true, "Invalid arguments: `hours` is missing");
+        let (mismatches, notes) = compare_with(&expected, &result(true, "hours?"), Strictness::Learner);
+        assert!(mismatches.is_empty(), "{mismatches:?}");
+        assert_eq!(notes[0].path, "result.content[0].text");
+        // isError itself counts, and a successful tool's text is its output, not prose.
+        assert_eq!(compare_with(&expected, &result(false, "hours?"), Strictness::Learner).0.len(), 1);
+        let success = result(false, "BISMILLAH");
+        assert_eq!(compare_with(&success, &result(false, "bismillah"), Strictness::Learner).0.len(), 1);
+    }
+
+    #[test]
+    fn a_learner_may_word_tool_titles_and_descriptions_freely() {
+        let list = |description: &str, property: &str, kind: &str| {
+            let tool = json!({"name": "lookup_order", "title": "Look up", "description": description,
+                "inputSchema": {"type": "object", "properties": {"orderId": {"type": kind, "description": property}}}});
+            response(200, &json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [tool]}}).to_string())
+        };
+        let expected = list("Looks up one order.", "The order's id.", "string");
+        let (mismatches, notes) =
+            compare_with(&expected, &list("Finds an order by id.", "Its id.", "string"), Strictness::Learner);
+        assert!(mismatches.is_empty(), "{mismatches:?}");
+        let paths: Vec<&str> = notes.iter().map(|n| n.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["result.tools[0].description", "result.tools[0].inputSchema.properties.orderId.description"]
+        );
+        // The schema itself still counts.
+        let wrong_type = list("Looks up one order.", "The order's id.", "number");
+        assert_eq!(compare_with(&expected, &wrong_type, Strictness::Learner).0.len(), 1);
+    }
+
+    #[test]
+    fn a_json_text_block_compares_as_json_for_a_learner() {
+        let result = |text: &str| {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}});
+            response(200, &body.to_string())
+        };
+        let expected = result(r#"{"hours":10.0,"rate":20.0}"#);
+        let (mismatches, notes) =
+            compare_with(&expected, &result(r#"{"rate": 20.0, "hours": 10.0}"#), Strictness::Learner);
+        assert!(mismatches.is_empty() && notes.is_empty(), "{mismatches:?} {notes:?}");
+        assert_eq!(compare_with(&expected, &result(r#"{"rate":20.0,"hours":11.0}"#), Strictness::Learner).0.len(), 1);
+        assert_eq!(compare_with(&expected, &result(r#"{"rate":20.0,"hours":10.0}"#), Strictness::Exact).0.len(), 1);
     }
 
     #[test]

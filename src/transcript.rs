@@ -10,6 +10,8 @@
 //!
 //! ### A request gets its id back, with its type
 //!
+//! <!-- hint: An id comes back with its JSON type. Book: chapter 1; spec: 2025-11-25/basic/index.mdx -->
+//!
 //! Any prose: it is shown in the book and ignored by the replay.
 //!
 //! ```http
@@ -37,6 +39,10 @@
 //!   `Content-Length`) are not compared.
 //! - A JSON body compares as JSON: key order is free, values are exact. Any other body
 //!   compares as text; no body means the response must have none.
+//! - A `<!-- hint: ... -->` line inside an exchange (one line, an HTML comment, so the
+//!   book does not show it) is what `cargo run -- check` prints when a learner's server
+//!   gets that exchange wrong: one sentence on the rule, and where the book and the spec
+//!   explain it. It sits beside its exchange so the two cannot drift apart.
 //!
 //! ## stdio exchanges
 //!
@@ -98,6 +104,8 @@ pub struct Exchange {
     pub title: String,
     /// The 1-based line of the `### ` heading, for error messages.
     pub line: usize,
+    /// The `<!-- hint: ... -->` line, for a learner whose server gets this wrong.
+    pub hint: Option<String>,
     pub request: HttpRequest,
     pub expected: HttpResponse,
 }
@@ -108,6 +116,8 @@ pub struct StdioExchange {
     pub title: String,
     /// The 1-based line of the `### ` heading, for error messages.
     pub line: usize,
+    /// The `<!-- hint: ... -->` line, for a learner whose server gets this wrong.
+    pub hint: Option<String>,
     /// The `stdin` block: each line is written followed by `\n`.
     pub input: Vec<String>,
     /// The `stdout` block: the lines expected, in order, without their `\n`.
@@ -173,7 +183,11 @@ struct Block {
 enum Piece {
     Heading { title: String, line: usize },
     Block(Block),
+    Hint { text: String, line: usize },
 }
+
+const HINT_START: &str = "<!-- hint:";
+const HINT_END: &str = "-->";
 
 fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
     let mut pieces = Vec::new();
@@ -182,6 +196,12 @@ fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
         let line = lines[index];
         if let Some(title) = line.strip_prefix("### ") {
             pieces.push(Piece::Heading { title: title.trim().to_string(), line: index + 1 });
+        } else if let Some(hint) = line.trim().strip_prefix(HINT_START) {
+            let text = hint.strip_suffix(HINT_END).ok_or_else(|| ParseError {
+                line: index + 1,
+                message: format!("a hint is one line that ends with `{HINT_END}`"),
+            })?;
+            pieces.push(Piece::Hint { text: text.trim().to_string(), line: index + 1 });
         } else if let Some(info) = line.strip_prefix("```") {
             let start = index + 1;
             let end = (start..lines.len())
@@ -204,15 +224,16 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
     let mut server_args = Vec::new();
     let mut exchanges = Vec::new();
     let mut stdio = Vec::new();
-    let mut current: Option<(String, usize, Vec<Block>)> = None;
+    let mut current: Option<Draft> = None;
 
-    let mut finish = |current: Option<(String, usize, Vec<Block>)>| -> Result<(), ParseError> {
-        let Some((title, line, blocks)) = current else { return Ok(()) };
+    let mut finish = |current: Option<Draft>| -> Result<(), ParseError> {
+        let Some(Draft { title, line, hint, blocks }) = current else { return Ok(()) };
         let infos: Vec<&str> = blocks.iter().map(|b| b.info.as_str()).collect();
         match (infos.as_slice(), blocks.as_slice()) {
             (["http", "http"], [request, response]) => exchanges.push(Exchange {
                 title,
                 line,
+                hint,
                 request: parse_request(&lines[request.content.clone()], request.line)?,
                 expected: parse_response(&lines[response.content.clone()], response.line)?,
             }),
@@ -221,7 +242,7 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                     return Err(ParseError { line: input.line, message: "empty stdin block".into() });
                 }
                 let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
-                stdio.push(StdioExchange { title, line, input: owned(input), expected: owned(output) });
+                stdio.push(StdioExchange { title, line, hint, input: owned(input), expected: owned(output) });
             }
             _ => {
                 return Err(ParseError {
@@ -240,10 +261,15 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
         match piece {
             Piece::Heading { title, line } => {
                 finish(current.take())?;
-                current = Some((title, line, Vec::new()));
+                current = Some(Draft { title, line, hint: None, blocks: Vec::new() });
             }
+            Piece::Hint { text, line } => match current.as_mut() {
+                Some(Draft { hint: hint @ None, .. }) => *hint = Some(text),
+                Some(_) => return Err(ParseError { line, message: "a second hint in one exchange".into() }),
+                None => return Err(ParseError { line, message: "hint before the first ### exchange".into() }),
+            },
             Piece::Block(block) if EXCHANGE_BLOCKS.contains(&block.info.as_str()) => match current.as_mut() {
-                Some((_, _, blocks)) => blocks.push(block),
+                Some(Draft { blocks, .. }) => blocks.push(block),
                 None => {
                     return Err(ParseError {
                         line: block.line,
@@ -262,6 +288,14 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
         return Err(ParseError { line: 1, message: "no exchange (### heading) found".into() });
     }
     Ok(Transcript { server_args, exchanges, stdio })
+}
+
+/// An exchange while its lines are being read.
+struct Draft {
+    title: String,
+    line: usize,
+    hint: Option<String>,
+    blocks: Vec<Block>,
 }
 
 /// `$ cargo run --bin NAME -- --flag value`: the words after `--`.
@@ -381,7 +415,7 @@ fn exchange_blocks(lines: &[&str], info: &str, nth: usize) -> Result<Vec<std::op
                     found.push(block.content);
                 }
             }
-            Piece::Block(_) => {}
+            Piece::Block(_) | Piece::Hint { .. } => {}
         }
     }
     Ok(found)
@@ -425,7 +459,7 @@ mod tests {
     use super::*;
 
     const SAMPLE: &str = "Intro.\n\n```console\n$ cargo run --bin ch05-errors -- --max-body-bytes 1024\n```\n\n\
-### Ping\n\nProse.\n\n```http\nPOST /mcp HTTP/1.1\nContent-Type: application/json\n\n{\"id\": 1}\n```\n\n\
+### Ping\n\n<!-- hint: ping is answered. -->\nProse.\n\n```http\nPOST /mcp HTTP/1.1\nContent-Type: application/json\n\n{\"id\": 1}\n```\n\n\
 ```http\nHTTP/1.1 200 OK\nContent-Type: application/json\n\n{\n  \"id\": 1\n}\n```\n\n\
 ### Notification\n\n```http\nPOST /mcp HTTP/1.1\n\n{}\n```\n\n```http\nHTTP/1.1 202 Accepted\n```\n";
 
@@ -437,6 +471,7 @@ mod tests {
         let ping = &transcript.exchanges[0];
         assert_eq!(ping.title, "Ping");
         assert_eq!(ping.line, 7);
+        assert_eq!(ping.hint.as_deref(), Some("ping is answered."));
         assert_eq!(ping.request.method, "POST");
         assert_eq!(ping.request.header("content-type"), Some("application/json"));
         assert_eq!(ping.request.body, "{\"id\": 1}");
@@ -444,6 +479,7 @@ mod tests {
         assert_eq!(ping.expected.body, "{\n  \"id\": 1\n}");
         let notification = &transcript.exchanges[1];
         assert_eq!(notification.expected.status, 202);
+        assert_eq!(notification.hint, None);
         assert!(notification.expected.headers.is_empty());
         assert_eq!(notification.expected.body, "");
     }
@@ -453,6 +489,14 @@ mod tests {
         let error = parse("### Lonely\n\n```http\nGET /mcp HTTP/1.1\n```\n").unwrap_err();
         assert_eq!(error.line, 1);
         assert!(error.message.contains("two http blocks"), "{error}");
+    }
+
+    #[test]
+    fn a_hint_is_one_line_inside_an_exchange() {
+        let error = parse("### A\n\n<!-- hint: two\nlines -->\n").unwrap_err();
+        assert_eq!((error.line, error.message.contains("one line")), (3, true), "{error}");
+        let error = parse("<!-- hint: too early -->\n### A\n").unwrap_err();
+        assert!(error.message.contains("before the first"), "{error}");
     }
 
     #[test]

@@ -1,0 +1,169 @@
+// TODO(exercise): this file is your copy of chapter 1's server, with the piece the
+// chapter adds left for you to write. Each part sits between a `// TODO` line and its
+// `// END TODO`: replace what is between them, and leave the rest as it is.
+// Check your work: `cargo run -- check 1`. The solution: `main.rs`, next to this file.
+//
+// Until the TODOs are written, some items below are unused and the compiler would
+// warn about each one. This line keeps the build quiet; delete this block when done.
+#![allow(dead_code, unused_variables)]
+// END TODO
+
+//! Chapter 1: the JSON-RPC envelope.
+//!
+//! One endpoint, `POST /mcp`, that reads one JSON-RPC message and tells apart the
+//! three kinds a client can send:
+//! - a request (`method` and `id`): answered with a response carrying the same id;
+//! - a notification (`method`, no `id`): never answered, so HTTP `202` and no body;
+//! - a response to a request of ours (`result` or `error`, no `method`): also `202`.
+//!
+//! No MCP method exists yet, so every request is answered "method not found".
+//! Read it top to bottom: the HTTP layer, then the JSON-RPC layer, then the methods.
+
+use clap::Parser;
+use mcp_workbook::http::{self, Config, Request, Response};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+#[derive(Parser)]
+#[command(about = "Chapter 1: the JSON-RPC envelope")]
+struct Args {
+    /// Address to listen on. Port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: String,
+}
+
+fn main() -> std::io::Result<()> {
+    let args = Args::parse();
+    http::serve(&args.bind, Config::default(), handle)
+}
+
+// ---------------------------------------------------------------------------
+// HTTP layer: one path, one method.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: handle
+/// The whole server as a pure function: an HTTP request in, an HTTP response out.
+fn handle(request: &Request) -> Response {
+    if request.path != "/mcp" {
+        return Response::empty(404);
+    }
+    if request.method != "POST" {
+        // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
+        return Response::empty(405).with_header("Allow", "POST");
+    }
+    // TODO: answer the body, by what `parse_message` makes of it:
+    // - not a message at all: 400, with the error and `"id": null`;
+    // - a request: 200, with its own id and what `dispatch` says;
+    // - a notification, or a client's response: 202 and no body.
+    todo!("answer each kind of message")
+    // END TODO
+}
+// ANCHOR_END: handle
+
+// ---------------------------------------------------------------------------
+// JSON-RPC layer: the envelope every message travels in.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: message
+/// The three kinds of message a client can POST.
+#[derive(Debug)]
+enum Message {
+    /// Has an `id`: the client waits for a response with that same id.
+    Request { id: Value, method: String, params: Option<Value> },
+    /// Has no `id` member at all: fire and forget.
+    Notification { method: String },
+    /// A client's answer to a request the server sent. This server sends none, so
+    /// nothing is waiting for it.
+    Response,
+}
+
+/// A JSON-RPC error object: `{"code": -32601, "message": "..."}`.
+#[derive(Debug, Serialize)]
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+impl RpcError {
+    fn parse_error(detail: &str) -> RpcError {
+        RpcError { code: -32700, message: format!("Parse error: {detail}") }
+    }
+
+    fn invalid_request(detail: &str) -> RpcError {
+        RpcError { code: -32600, message: format!("Invalid Request: {detail}") }
+    }
+
+    fn method_not_found(method: &str) -> RpcError {
+        RpcError { code: -32601, message: format!("Method not found: {method}") }
+    }
+}
+// ANCHOR_END: message
+
+// ANCHOR: parse
+/// Read a body as one JSON-RPC message, or say why it is not one.
+fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
+    // TODO: say which kind of message `body` holds, or why it is none:
+    // - not JSON: a parse error;
+    // - JSON but not one message (not a single object, `jsonrpc` other than "2.0",
+    //   `params` neither an object nor an array, an id `valid_id` refuses, a `method`
+    //   that is not a string, neither a `method` nor a response): an invalid request.
+    todo!("read the body as one JSON-RPC message")
+    // END TODO
+}
+
+/// An id is a string or an integer, and comes back exactly as it was sent: `"7"`
+/// stays a string, `7` a number.
+fn valid_id(id: &Value) -> Result<Value, RpcError> {
+    // TODO: give back a string or an integer id unchanged; refuse anything else
+    // (null, a fraction, a boolean, an object...) as an invalid request.
+    todo!("accept only string and integer ids")
+    // END TODO
+}
+
+/// A response has exactly one of `result` and `error`.
+fn is_response(object: &Map<String, Value>) -> bool {
+    // TODO: tell whether `object` carries exactly one of `result` and `error`.
+    todo!("recognise a response")
+    // END TODO
+}
+// ANCHOR_END: parse
+
+// ANCHOR: reply
+/// The response envelope. Field order is the order on the wire:
+/// `{"jsonrpc": "2.0", "id": ..., "result": ...}` or `{..., "error": ...}`.
+#[derive(Serialize)]
+struct RpcResponse {
+    jsonrpc: &'static str,
+    id: Value,
+    #[serde(flatten)]
+    outcome: Outcome,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Outcome {
+    Result(Value),
+    Error(RpcError),
+}
+
+/// Wrap a method's outcome in the envelope, with the request's own id.
+fn reply(status: u16, id: Value, outcome: Result<Value, RpcError>) -> Response {
+    let outcome = match outcome {
+        Ok(result) => Outcome::Result(result),
+        Err(error) => Outcome::Error(error),
+    };
+    let body = serde_json::to_string(&RpcResponse { jsonrpc: "2.0", id, outcome }).expect("serializable");
+    Response::json(status, body)
+}
+// ANCHOR_END: reply
+
+// ---------------------------------------------------------------------------
+// MCP layer: the methods. None yet.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: dispatch
+/// Answer a request. Chapter 2 adds the first methods here.
+fn dispatch(method: &str, _params: Option<&Value>) -> Result<Value, RpcError> {
+    Err(RpcError::method_not_found(method))
+}
+// ANCHOR_END: dispatch

@@ -1,0 +1,697 @@
+// TODO(exercise): this file is your copy of chapter 6's server, with the piece the
+// chapter adds left for you to write. Each part sits between a `// TODO` line and its
+// `// END TODO`: replace what is between them, and leave the rest as it is.
+// Check your work: `cargo run -- check 6`. The solution: `main.rs`, next to this file.
+//
+// Until the TODOs are written, some items below are unused and the compiler would
+// warn about each one. This line keeps the build quiet; delete this block when done.
+#![allow(unused_variables)]
+// END TODO
+
+//! Chapter 6: structured output.
+//!
+//! Chapter 5's server, with results a program can use as well as a model:
+//! - `calculate_overtime` declares an `outputSchema`, the shape of its results;
+//! - each successful result carries `structuredContent`, a JSON object that conforms
+//!   to that schema, built by serde from a typed Rust struct, and the same JSON as a
+//!   text block for clients (and models) that read only `content`;
+//! - `PingME` keeps a plain text result: its reader is a model, and there is nothing
+//!   for a program to take apart.
+//!
+//! `--demo-faults` still adds chapter 5's `split_shift`, the tool with a bug.
+//! Read it top to bottom: the HTTP layer, then the JSON-RPC layer, then the methods.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use clap::Parser;
+use mcp_workbook::http::{self, Config, Request, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+// ANCHOR: args
+#[derive(Parser)]
+#[command(about = "Chapter 6: structured output")]
+struct Args {
+    /// Address to listen on. Port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: String,
+    /// The largest request body, in bytes. A larger one is answered 413 unread.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    max_body_bytes: usize,
+    /// Also offer `split_shift`, a tool with a bug, to see what a panicking tool does.
+    #[arg(long)]
+    demo_faults: bool,
+}
+
+fn main() -> std::io::Result<()> {
+    let args = Args::parse();
+    let config = Config { max_body_bytes: args.max_body_bytes, ..Config::default() };
+    // The tools are built once, from the flags; every request reads the same list.
+    let tools = tools(args.demo_faults);
+    http::serve(&args.bind, config, move |request| handle(request, &tools))
+}
+// ANCHOR_END: args
+
+// ---------------------------------------------------------------------------
+// HTTP layer: one path, one method.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: handle
+/// The whole server as a pure function: an HTTP request in, an HTTP response out.
+fn handle(request: &Request, tools: &[Tool]) -> Response {
+    if request.path != "/mcp" {
+        return Response::empty(404);
+    }
+    if request.method != "POST" {
+        // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
+        return Response::empty(405).with_header("Allow", "POST");
+    }
+    // Headers first: there is no point reading a body we cannot understand, or
+    // answering in a form the client cannot read. Both errors are about the request
+    // as a whole, so they carry `"id": null`, like every error before the body is read.
+    let Some(format) = response_format(request.header("Accept")) else {
+        let error = RpcError::invalid_request("`Accept` must allow application/json or text/event-stream");
+        return reply(406, Value::Null, Err(error));
+    };
+    if !is_json(request.header("Content-Type")) {
+        let error = RpcError::invalid_request("`Content-Type` must be application/json");
+        return reply(415, Value::Null, Err(error));
+    }
+    match parse_message(&request.body) {
+        // Not a message at all: there is no id to answer to, hence `"id": null`.
+        Err(error) => reply(400, Value::Null, Err(error)),
+        Ok(Message::Request { id, method, params }) => {
+            format.wrap(reply(200, id, dispatch(&method, params.as_ref(), tools)))
+        }
+        // Nobody waits for an answer to these: acknowledge, with no body.
+        Ok(Message::Notification { method }) => {
+            eprintln!("notification: {method}");
+            Response::empty(202)
+        }
+        Ok(Message::Response) => Response::empty(202),
+    }
+}
+// ANCHOR_END: handle
+
+// ANCHOR: headers
+/// How the client will read the response to a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Format {
+    /// `Content-Type: application/json`, one JSON-RPC response.
+    Json,
+    /// `Content-Type: text/event-stream`, the same response as one server-sent event.
+    EventStream,
+}
+
+/// Read `Accept`: JSON when it allows JSON, an event stream when it allows only that,
+/// `None` when it allows neither. No `Accept` at all means anything goes.
+fn response_format(accept: Option<&str>) -> Option<Format> {
+    let Some(accept) = accept else { return Some(Format::Json) };
+    // `application/json, text/event-stream;q=0.5`: media ranges, each with optional
+    // parameters; `q=0` means "not this one".
+    let allowed: Vec<String> = accept
+        .split(',')
+        .filter_map(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next()?.trim().to_ascii_lowercase();
+            let refused = parts
+                .filter_map(|p| p.split_once('='))
+                .any(|(name, value)| name.trim().eq_ignore_ascii_case("q") && value.trim().parse::<f64>() == Ok(0.0));
+            (!refused).then_some(media)
+        })
+        .collect();
+    let allows = |ranges: &[&str]| allowed.iter().any(|media| ranges.contains(&media.as_str()));
+    if allows(&["application/json", "application/*", "*/*"]) {
+        Some(Format::Json)
+    } else if allows(&["text/event-stream", "text/*"]) {
+        Some(Format::EventStream)
+    } else {
+        None
+    }
+}
+
+impl Format {
+    /// Put a JSON response in the form the client asked for.
+    fn wrap(self, response: Response) -> Response {
+        match self {
+            Format::Json => response,
+            // One event named `message` whose data is the JSON-RPC response, then a
+            // blank line; the stream ends with the response.
+            Format::EventStream => {
+                let mut body = b"event: message\ndata: ".to_vec();
+                body.extend_from_slice(&response.body);
+                body.extend_from_slice(b"\n\n");
+                Response::empty(response.status).with_header("Content-Type", "text/event-stream").with_body(body)
+            }
+        }
+    }
+}
+
+/// `application/json`, in any case, with or without parameters such as `charset`.
+fn is_json(content_type: Option<&str>) -> bool {
+    let media = content_type.and_then(|value| value.split(';').next()).unwrap_or("");
+    media.trim().eq_ignore_ascii_case("application/json")
+}
+// ANCHOR_END: headers
+
+// ---------------------------------------------------------------------------
+// JSON-RPC layer: the envelope every message travels in.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: message
+/// The three kinds of message a client can POST.
+#[derive(Debug)]
+enum Message {
+    /// Has an `id`: the client waits for a response with that same id.
+    Request { id: Value, method: String, params: Option<Value> },
+    /// Has no `id` member at all: fire and forget.
+    Notification { method: String },
+    /// A client's answer to a request the server sent. This server sends none, so
+    /// nothing is waiting for it.
+    Response,
+}
+
+/// A JSON-RPC error object: `{"code": -32601, "message": "..."}`.
+#[derive(Debug, Serialize)]
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+impl RpcError {
+    fn parse_error(detail: &str) -> RpcError {
+        RpcError { code: -32700, message: format!("Parse error: {detail}") }
+    }
+
+    fn invalid_request(detail: &str) -> RpcError {
+        RpcError { code: -32600, message: format!("Invalid Request: {detail}") }
+    }
+
+    fn method_not_found(method: &str) -> RpcError {
+        RpcError { code: -32601, message: format!("Method not found: {method}") }
+    }
+
+    fn invalid_params(detail: &str) -> RpcError {
+        RpcError { code: -32602, message: format!("Invalid params: {detail}") }
+    }
+
+    fn internal_error(detail: &str) -> RpcError {
+        RpcError { code: -32603, message: format!("Internal error: {detail}") }
+    }
+}
+// ANCHOR_END: message
+
+// ANCHOR: parse
+/// Read a body as one JSON-RPC message, or say why it is not one.
+fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
+    let json: Value = serde_json::from_slice(body).map_err(|e| RpcError::parse_error(&e.to_string()))?;
+    // One object per message. (2025-03-26 allowed an array, a "batch"; the next
+    // revision removed it again, so an array is not a message.)
+    let Value::Object(object) = json else {
+        return Err(RpcError::invalid_request("expected one JSON object"));
+    };
+    if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Err(RpcError::invalid_request(r#"`jsonrpc` must be "2.0""#));
+    }
+    let params = match object.get("params") {
+        None | Some(Value::Object(_) | Value::Array(_)) => object.get("params").cloned(),
+        Some(_) => return Err(RpcError::invalid_request("`params` must be an object or an array")),
+    };
+    // Absent is not the same as null: no `id` member makes a notification, while
+    // `"id": null` is a request with an id nobody could answer to.
+    let id = object.get("id").map(valid_id).transpose()?;
+
+    match (object.get("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method: method.clone(), params }),
+        (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone() }),
+        (Some(_), _) => Err(RpcError::invalid_request("`method` must be a string")),
+        (None, Some(_)) if is_response(&object) => Ok(Message::Response),
+        (None, _) => Err(RpcError::invalid_request("a message needs a `method`, or a `result` or `error`")),
+    }
+}
+
+/// An id is a string or an integer, and comes back exactly as it was sent: `"7"`
+/// stays a string, `7` a number.
+fn valid_id(id: &Value) -> Result<Value, RpcError> {
+    match id {
+        Value::String(_) => Ok(id.clone()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Ok(id.clone()),
+        _ => Err(RpcError::invalid_request("`id` must be a string or an integer")),
+    }
+}
+
+/// A response has exactly one of `result` and `error`.
+fn is_response(object: &Map<String, Value>) -> bool {
+    object.contains_key("result") != object.contains_key("error")
+}
+// ANCHOR_END: parse
+
+// ANCHOR: reply
+/// The response envelope. Field order is the order on the wire:
+/// `{"jsonrpc": "2.0", "id": ..., "result": ...}` or `{..., "error": ...}`.
+#[derive(Serialize)]
+struct RpcResponse {
+    jsonrpc: &'static str,
+    id: Value,
+    #[serde(flatten)]
+    outcome: Outcome,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Outcome {
+    Result(Value),
+    Error(RpcError),
+}
+
+/// Wrap a method's outcome in the envelope, with the request's own id.
+fn reply(status: u16, id: Value, outcome: Result<Value, RpcError>) -> Response {
+    let outcome = match outcome {
+        Ok(result) => Outcome::Result(result),
+        Err(error) => Outcome::Error(error),
+    };
+    let body = serde_json::to_string(&RpcResponse { jsonrpc: "2.0", id, outcome }).expect("serializable");
+    Response::json(status, body)
+}
+// ANCHOR_END: reply
+
+// ---------------------------------------------------------------------------
+// MCP layer: the methods.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: dispatch
+/// Answer a request by its method.
+fn dispatch(method: &str, params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    match method {
+        "initialize" => initialize(params),
+        "ping" => Ok(json!({})),
+        "tools/list" => tools_list(params, tools),
+        "tools/call" => tools_call(params, tools),
+        _ => Err(RpcError::method_not_found(method)),
+    }
+}
+// ANCHOR_END: dispatch
+
+// ANCHOR: initialize
+/// The protocol revisions this server speaks, newest first.
+const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Who this server is, for `serverInfo`. The version is the chapter's.
+const SERVER_NAME: &str = "pingme";
+const SERVER_VERSION: &str = "0.6.0";
+
+/// The handshake: agree on a revision and say what this server can do.
+fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`protocolVersion` must be a string"))?;
+    // Negotiation: answer the client's revision when we speak it, else our newest.
+    // Never an error: the client reads our answer and decides whether to go on.
+    let version = if SUPPORTED_VERSIONS.contains(&requested) { requested } else { SUPPORTED_VERSIONS[0] };
+    Ok(json!({
+        "protocolVersion": version,
+        // "I have tools": the client may call `tools/list` and `tools/call`. No
+        // `listChanged`: this server's tools never change while it runs.
+        "capabilities": { "tools": {} },
+        "serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION },
+    }))
+}
+// ANCHOR_END: initialize
+
+// ANCHOR: tools_list
+/// `tools/list`: every tool, on one page.
+fn tools_list(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    // Lists may come in pages: a result with `nextCursor` asks the client to send that
+    // cursor back for the next page. This server's list is one page, so it never hands
+    // out a cursor, and any cursor it receives is one it did not issue.
+    match params.and_then(|p| p.get("cursor")) {
+        None => Ok(json!({ "tools": tools.iter().map(|tool| &tool.definition).collect::<Vec<_>>() })),
+        Some(Value::String(cursor)) => {
+            Err(RpcError::invalid_params(&format!("unknown cursor {cursor:?}: this server issues no cursors")))
+        }
+        Some(_) => Err(RpcError::invalid_params("`cursor` must be a string")),
+    }
+}
+// ANCHOR_END: tools_list
+
+// ANCHOR: tools_call
+/// `tools/call`: find the tool by its name and run it with the arguments.
+fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    let name = params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`name` must be a string"))?;
+    // `arguments` may be left out; the tool then runs with none, as if sent `{}`.
+    let no_arguments = Map::new();
+    let arguments = match params.and_then(|p| p.get("arguments")) {
+        None => &no_arguments,
+        Some(Value::Object(arguments)) => arguments,
+        Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object")),
+    };
+    let tool = tools
+        .iter()
+        .find(|tool| tool.definition["name"] == name)
+        .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool {name:?}")))?;
+    // Arguments that break the tool's schema are the model's mistake, and the model can
+    // fix it: a failed result saying what to fix, not a protocol error (2025-11-25).
+    let problems = check_arguments(&tool.definition["inputSchema"], arguments);
+    let result = if problems.is_empty() {
+        // A tool that panics is a bug in the server, not a mistake of the model's:
+        // `-32603` with this request's id, and the server goes on to the next request.
+        catch_unwind(AssertUnwindSafe(|| (tool.run)(arguments)))
+            .map_err(|_| RpcError::internal_error(&format!("the tool {name} failed; the server's log says why")))?
+    } else {
+        ToolResult::error(format!(
+            "Invalid arguments for {name}: {}. Correct the arguments and call {name} again.",
+            problems.join("; ")
+        ))
+    };
+    Ok(serde_json::to_value(result).expect("a tool result always serializes"))
+}
+// ANCHOR_END: tools_call
+
+// ANCHOR: check_arguments
+/// Check arguments against a tool's `inputSchema`, and say what is wrong in words a
+/// model can act on. It knows the keywords this server's schemas use: `required` and
+/// `additionalProperties: false`, and per property `type`, `enum`, `minimum` and
+/// `maximum`. (A full JSON Schema validator knows them all; chapter 6's test uses one.)
+fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let required = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str);
+    for name in required.filter(|name| !arguments.contains_key(*name)) {
+        problems.push(format!("`{name}` is missing"));
+    }
+    for (name, value) in arguments {
+        let Some(property) = schema["properties"].get(name) else {
+            if schema["additionalProperties"] == false {
+                problems.push(format!("`{name}` is not an argument of this tool"));
+            }
+            continue;
+        };
+        if let Some(expected) = property["type"].as_str()
+            && !has_type(value, expected)
+        {
+            problems.push(format!("`{name}` must be of type {expected}, not {value}"));
+            continue;
+        }
+        if let Some(allowed) = property["enum"].as_array()
+            && !allowed.contains(value)
+        {
+            let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            problems.push(format!("`{name}` must be one of {}, not {value}", allowed.join(", ")));
+        }
+        if let (Some(number), Some(minimum)) = (value.as_f64(), property["minimum"].as_f64())
+            && number < minimum
+        {
+            problems.push(format!("`{name}` must be at least {}, not {value}", property["minimum"]));
+        }
+        if let (Some(number), Some(maximum)) = (value.as_f64(), property["maximum"].as_f64())
+            && number > maximum
+        {
+            problems.push(format!("`{name}` must be at most {}, not {value}", property["maximum"]));
+        }
+    }
+    problems
+}
+
+/// JSON Schema's types. An integer is a number without a fractional part, so `2.0` is one.
+fn has_type(value: &Value, expected: &str) -> bool {
+    match expected {
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|n| n.fract() == 0.0),
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+// ANCHOR_END: check_arguments
+
+// ANCHOR: result
+/// What a tool hands back (`CallToolResult`): content blocks, the same result as JSON
+/// for programs, and whether the tool failed. A failure is still a result, not a
+/// JSON-RPC error: the model reads it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResult {
+    content: Vec<Content>,
+    /// A JSON object that conforms to the tool's `outputSchema`. Left out by tools
+    /// without one, and by failed calls.
+    // TODO: a result without structured content must not carry the member at all.
+    // END TODO
+    structured_content: Option<Value>,
+    /// Left out when false, which is what a client assumes when it is absent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    is_error: bool,
+}
+
+/// One content block, tagged by its `type`. The protocol has five kinds (text, image,
+/// audio, resource_link, resource); these tools only need text.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Content {
+    Text { text: String },
+}
+
+impl ToolResult {
+    /// A result of one text block.
+    fn text(text: impl Into<String>) -> ToolResult {
+        ToolResult { content: vec![Content::Text { text: text.into() }], structured_content: None, is_error: false }
+    }
+
+    /// A result for programs and models alike: `value` as JSON in `structuredContent`,
+    /// and the same JSON, serialized, in a text block, for clients that only read
+    /// `content` (`2025-11-25/server/tools.mdx`, "Structured Content").
+    fn structured(value: &impl Serialize) -> ToolResult {
+        // TODO: a successful result that carries `value` twice: as `structuredContent`,
+        // and serialized in one text block.
+        todo!("build a structured result")
+        // END TODO
+    }
+
+    /// A failed call, with a text saying what went wrong.
+    fn error(text: impl Into<String>) -> ToolResult {
+        ToolResult { is_error: true, ..ToolResult::text(text) }
+    }
+}
+// ANCHOR_END: result
+
+// ---------------------------------------------------------------------------
+// The tools: defined once, here.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: tools
+/// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
+struct Tool {
+    definition: Value,
+    run: fn(&Map<String, Value>) -> ToolResult,
+}
+
+/// Every tool this server offers. The host hands the definitions to the model, and
+/// they are all the model knows of a tool: it calls a tool when the `description`
+/// matches what the user asked, and fills in the arguments from `inputSchema`,
+/// property descriptions included.
+fn tools(demo_faults: bool) -> Vec<Tool> {
+    let mut tools = vec![
+        Tool {
+            definition: json!({
+                "name": "PingME",
+                "title": "Ping me",
+                "description": "Checks that this MCP server is reachable: it answers with the single word \
+                    BISMILLAH. Call it when the user asks to ping or test this server or the connection to it. \
+                    Do not call it for anything else: it takes no input and returns no information.",
+                // No arguments: an object with no properties, and no others allowed.
+                "inputSchema": { "type": "object", "additionalProperties": false },
+            }),
+            run: ping_me,
+        },
+        Tool {
+            definition: json!({
+                "name": "calculate_overtime",
+                "title": "Calculate overtime pay",
+                "description": "Calculates the gross pay for one day's work, overtime included. On a weekday \
+                    the first 8 hours are paid at the hourly rate and each further hour at 1.5 times the rate; \
+                    every hour on a Saturday is paid at 1.5 times, on a Sunday at 2 times and on a public \
+                    holiday at 2.5 times. Call it when the user asks what a day's work pays or how much of it \
+                    is overtime. Do not call it for a whole week or month (call it once per day), for salaried \
+                    staff, or for taxes and deductions: it computes gross pay only.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "hours": {
+                            "type": "number",
+                            "minimum": 0,
+                            "maximum": 24,
+                            "description": "Hours worked on that day, for example 10 or 7.5.",
+                        },
+                        "rate": {
+                            "type": "number",
+                            "minimum": 0,
+                            "description": "The hourly base rate, in the user's currency, for example 20. \
+                                The tool does not convert currencies.",
+                        },
+                        "dayType": {
+                            "type": "string",
+                            "enum": ["weekday", "saturday", "sunday", "holiday"],
+                            "description": "The kind of day the hours were worked on. Use `holiday` for a \
+                                public holiday, whatever day of the week it falls on.",
+                        },
+                    },
+                    "required": ["hours", "rate", "dayType"],
+                    "additionalProperties": false,
+                },
+                // What every successful result's `structuredContent` looks like: the
+                // fields of `OvertimePay`, as serde writes them.
+                "outputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "hours": { "type": "number", "description": "Hours worked, as given." },
+                        "rate": { "type": "number", "description": "The hourly base rate, as given." },
+                        "dayType": {
+                            "type": "string",
+                            "enum": ["weekday", "saturday", "sunday", "holiday"],
+                            "description": "The kind of day, as given.",
+                        },
+                        "regularHours": { "type": "number", "description": "Hours paid at the base rate." },
+                        "overtimeHours": { "type": "number", "description": "Hours paid at the overtime rate." },
+                        "overtimeMultiplier": {
+                            "type": "number",
+                            "description": "How many base rates an overtime hour pays: 1.5, 2 or 2.5.",
+                        },
+                        "regularPay": { "type": "number", "description": "regularHours times rate, rounded to cents." },
+                        "overtimePay": {
+                            "type": "number",
+                            "description": "overtimeHours times rate times overtimeMultiplier, rounded to cents.",
+                        },
+                        "totalPay": { "type": "number", "description": "regularPay plus overtimePay." },
+                    },
+                    "required": [
+                        "hours", "rate", "dayType", "regularHours", "overtimeHours", "overtimeMultiplier",
+                        "regularPay", "overtimePay", "totalPay",
+                    ],
+                    "additionalProperties": false,
+                },
+            }),
+            run: calculate_overtime,
+        },
+    ];
+    if demo_faults {
+        tools.push(Tool {
+            definition: json!({
+                "name": "split_shift",
+                "title": "Split minutes into shifts (fault demo)",
+                "description": "A fault demo, offered only when the server runs with --demo-faults. \
+                    Divides a number of minutes evenly into shifts. It has a bug: its schema lets `shifts` \
+                    be 0, and dividing by zero panics. Call it only to see what the server does then.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "minutes": { "type": "integer", "minimum": 0, "description": "The minutes to split." },
+                        "shifts": { "type": "integer", "minimum": 0, "description": "How many shifts." },
+                    },
+                    "required": ["minutes", "shifts"],
+                    "additionalProperties": false,
+                },
+            }),
+            run: split_shift,
+        });
+    }
+    tools
+}
+// ANCHOR_END: tools
+
+// ANCHOR: ping_me
+/// `PingME`: the magic word, and nothing else.
+fn ping_me(_arguments: &Map<String, Value>) -> ToolResult {
+    ToolResult::text("BISMILLAH")
+}
+// ANCHOR_END: ping_me
+
+// ANCHOR: calculate_overtime
+/// `calculate_overtime`'s arguments, read from JSON by serde.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OvertimeArguments {
+    hours: f64,
+    rate: f64,
+    day_type: DayType,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum DayType {
+    Weekday,
+    Saturday,
+    Sunday,
+    Holiday,
+}
+
+/// A day's pay, split into its regular and overtime parts: the tool's typed output.
+/// Serde writes it as the JSON object the `outputSchema` describes.
+#[derive(Debug, Serialize)]
+// TODO: name the fields on the wire as the `outputSchema` of `calculate_overtime` does.
+// END TODO
+struct OvertimePay {
+    hours: f64,
+    rate: f64,
+    day_type: DayType,
+    regular_hours: f64,
+    overtime_hours: f64,
+    overtime_multiplier: f64,
+    regular_pay: f64,
+    overtime_pay: f64,
+    total_pay: f64,
+}
+
+fn calculate_overtime(arguments: &Map<String, Value>) -> ToolResult {
+    let arguments: OvertimeArguments = match serde_json::from_value(Value::Object(arguments.clone())) {
+        Ok(arguments) => arguments,
+        Err(error) => return ToolResult::error(format!("Invalid arguments: {error}")),
+    };
+    ToolResult::structured(&overtime_pay(&arguments))
+}
+
+/// The pay rules the tool's description promises.
+fn overtime_pay(arguments: &OvertimeArguments) -> OvertimePay {
+    let OvertimeArguments { hours, rate, day_type } = *arguments;
+    // On a weekday the first 8 hours are regular; on other days every hour is overtime.
+    let (regular_hours, overtime_multiplier) = match day_type {
+        DayType::Weekday => (hours.min(8.0), 1.5),
+        DayType::Saturday => (0.0, 1.5),
+        DayType::Sunday => (0.0, 2.0),
+        DayType::Holiday => (0.0, 2.5),
+    };
+    let overtime_hours = hours - regular_hours;
+    let regular_pay = cents(regular_hours * rate);
+    let overtime_pay = cents(overtime_hours * rate * overtime_multiplier);
+    OvertimePay {
+        hours,
+        rate,
+        day_type,
+        regular_hours,
+        overtime_hours,
+        overtime_multiplier,
+        regular_pay,
+        overtime_pay,
+        total_pay: cents(regular_pay + overtime_pay),
+    }
+}
+
+/// Round money to whole cents, so that 0.1 + 0.2 shows as 0.3.
+fn cents(amount: f64) -> f64 {
+    (amount * 100.0).round() / 100.0
+}
+// ANCHOR_END: calculate_overtime
+
+// ANCHOR: split_shift
+/// `split_shift`, the fault demo: integer division by zero panics in Rust, and
+/// nothing here stops `shifts` from being 0.
+fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
+    let minutes = arguments["minutes"].as_u64().unwrap_or(0);
+    let shifts = arguments["shifts"].as_u64().unwrap_or(0);
+    ToolResult::text(format!("{} minutes per shift", minutes / shifts))
+}
+// ANCHOR_END: split_shift

@@ -1,0 +1,1108 @@
+// TODO(exercise): this file is your copy of chapter 9's server, with the piece the
+// chapter adds left for you to write. Each part sits between a `// TODO` line and its
+// `// END TODO`: replace what is between them, and leave the rest as it is.
+// Check your work: `cargo run -- check 9`. The solution: `main.rs`, next to this file.
+//
+// Until the TODOs are written, some items below are unused and the compiler would
+// warn about each one. This line keeps the build quiet; delete this block when done.
+#![allow(dead_code, unused_imports, unused_variables)]
+// END TODO
+
+//! Chapter 9: stdio.
+//!
+//! Chapter 8's server, which a host can also start itself and talk to over the
+//! process's standard streams: `--stdio`.
+//! - stdin carries the client's messages, one JSON-RPC message per line; stdout
+//!   carries the answers, one per line, and nothing else; the log goes to stderr;
+//! - the same JSON-RPC and MCP layers answer: both eras, the same tools, the same
+//!   errors; a notification, a client's response or a blank line gets no line back,
+//!   and a line that is not JSON gets `-32700` with `"id": null`;
+//! - what belonged to HTTP falls away: no status codes, no `Host`, `Origin` or token
+//!   to check (only the process that started the server can write to it), no
+//!   headers to repeat the body of a 2026-07-28 request;
+//! - when the host closes stdin, the server exits.
+//!
+//! Without `--stdio` it serves HTTP exactly as chapter 8 does.
+//! Read it top to bottom: the HTTP layer, stdio, then the JSON-RPC layer, then the methods.
+
+use std::io::{self, BufRead, Write};
+use std::net::ToSocketAddrs;
+use std::num::NonZeroUsize;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use clap::Parser;
+use mcp_workbook::http::{self, Config, Request, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+// ANCHOR: args
+#[derive(Parser)]
+#[command(about = "Chapter 9: chapter 8's server over HTTP, or over stdin and stdout with --stdio")]
+struct Args {
+    /// Address to listen on. Port 0 picks a free port. An address other machines can
+    /// reach (anything but 127.0.0.1 or [::1]) is your explicit choice: it prints a warning.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: String,
+    /// The largest request body, in bytes. A larger one is answered 413 unread.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    max_body_bytes: usize,
+    /// Also offer `split_shift`, a tool with a bug, to see what a panicking tool does.
+    #[arg(long)]
+    demo_faults: bool,
+    /// Threads that answer requests [default: one per CPU core].
+    #[arg(long, value_name = "N")]
+    workers: Option<NonZeroUsize>,
+    /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
+    /// name a reverse proxy forwards. localhost, 127.0.0.1 and [::1] always work.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
+    /// Also accept requests sent with this `Origin` (repeatable), e.g.
+    /// https://app.example.com. http://localhost, http://127.0.0.1 and http://[::1],
+    /// on any port, always work.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// Require `Authorization: Bearer TOKEN` on every request. Prefer the environment
+    /// variable MCP_WORKBOOK_TOKEN: other users of the machine can read flags with `ps`.
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
+    /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
+    /// flags do not apply: only the process that started the server can talk to it.
+    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "allowed_hosts", "allowed_origins", "token"])]
+    stdio: bool,
+}
+
+/// The environment variable that holds the bearer token when `--token` is not given.
+const TOKEN_VARIABLE: &str = "MCP_WORKBOOK_TOKEN";
+
+fn main() -> std::io::Result<()> {
+    let args = Args::parse();
+    let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
+    let config = Config { workers, max_body_bytes: args.max_body_bytes };
+    // The tools are built once, from the flags; every request reads the same list.
+    let tools = tools(args.demo_faults);
+    if args.stdio {
+        return serve_stdio(&tools);
+    }
+    let token = args.token.or_else(|| std::env::var(TOKEN_VARIABLE).ok()).filter(|token| !token.is_empty());
+    let guard = Guard::new(&args.bind, &args.allowed_hosts, &args.allowed_origins, token);
+    http::serve(&args.bind, config, move |request| handle(request, &tools, &guard))
+}
+// ANCHOR_END: args
+
+// ---------------------------------------------------------------------------
+// HTTP layer: one path, one method.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: handle
+/// The whole server as a pure function: an HTTP request in, an HTTP response out.
+fn handle(request: &Request, tools: &[Tool], guard: &Guard) -> Response {
+    // Who is asking comes first: a request the guard refuses learns nothing else.
+    if let Err(refusal) = guard.admit(request) {
+        return refusal;
+    }
+    if request.path != "/mcp" {
+        return Response::empty(404);
+    }
+    if request.method != "POST" {
+        // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
+        return Response::empty(405).with_header("Allow", "POST");
+    }
+    // Headers first: there is no point reading a body we cannot understand, or
+    // answering in a form the client cannot read. Both errors are about the request
+    // as a whole, so they carry `"id": null`, like every error before the body is read.
+    let Some(format) = response_format(request.header("Accept")) else {
+        let error = RpcError::invalid_request("`Accept` must allow application/json or text/event-stream");
+        return reply(406, Value::Null, Err(error));
+    };
+    if !is_json(request.header("Content-Type")) {
+        let error = RpcError::invalid_request("`Content-Type` must be application/json");
+        return reply(415, Value::Null, Err(error));
+    }
+    let message = match parse_message(&request.body) {
+        Ok(message) => message,
+        // Not a message at all: there is no id to answer to, hence `"id": null`.
+        Err(error) => return reply(400, Value::Null, Err(error)),
+    };
+    // A request in the 2026-07-28 envelope is served by that revision's rules.
+    if let Message::Request { id, method, params } = &message
+        && is_modern(Some(request), method, params.as_ref())
+    {
+        return format.wrap(answer_modern(Some(request), id.clone(), method, params.as_ref(), tools));
+    }
+    // Before any method runs: a revision this server does not speak is refused.
+    if let Err(error) = check_protocol_version(request, &message) {
+        return reply(400, message.id(), Err(error));
+    }
+    match message {
+        Message::Request { id, method, params } => {
+            format.wrap(reply(200, id, dispatch(&method, params.as_ref(), tools)))
+        }
+        // Nobody waits for an answer to these: acknowledge, with no body.
+        Message::Notification { method } => {
+            eprintln!("notification: {method}");
+            Response::empty(202)
+        }
+        Message::Response => Response::empty(202),
+    }
+}
+// ANCHOR_END: handle
+
+// ANCHOR: headers
+/// How the client will read the response to a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Format {
+    /// `Content-Type: application/json`, one JSON-RPC response.
+    Json,
+    /// `Content-Type: text/event-stream`, the same response as one server-sent event.
+    EventStream,
+}
+
+/// Read `Accept`: JSON when it allows JSON, an event stream when it allows only that,
+/// `None` when it allows neither. No `Accept` at all means anything goes.
+fn response_format(accept: Option<&str>) -> Option<Format> {
+    let Some(accept) = accept else { return Some(Format::Json) };
+    // `application/json, text/event-stream;q=0.5`: media ranges, each with optional
+    // parameters; `q=0` means "not this one".
+    let allowed: Vec<String> = accept
+        .split(',')
+        .filter_map(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next()?.trim().to_ascii_lowercase();
+            let refused = parts
+                .filter_map(|p| p.split_once('='))
+                .any(|(name, value)| name.trim().eq_ignore_ascii_case("q") && value.trim().parse::<f64>() == Ok(0.0));
+            (!refused).then_some(media)
+        })
+        .collect();
+    let allows = |ranges: &[&str]| allowed.iter().any(|media| ranges.contains(&media.as_str()));
+    if allows(&["application/json", "application/*", "*/*"]) {
+        Some(Format::Json)
+    } else if allows(&["text/event-stream", "text/*"]) {
+        Some(Format::EventStream)
+    } else {
+        None
+    }
+}
+
+impl Format {
+    /// Put a JSON response in the form the client asked for.
+    fn wrap(self, response: Response) -> Response {
+        match self {
+            Format::Json => response,
+            // One event named `message` whose data is the JSON-RPC response, then a
+            // blank line; the stream ends with the response.
+            Format::EventStream => {
+                let mut body = b"event: message\ndata: ".to_vec();
+                body.extend_from_slice(&response.body);
+                body.extend_from_slice(b"\n\n");
+                Response::empty(response.status).with_header("Content-Type", "text/event-stream").with_body(body)
+            }
+        }
+    }
+}
+
+/// `application/json`, in any case, with or without parameters such as `charset`.
+fn is_json(content_type: Option<&str>) -> bool {
+    let media = content_type.and_then(|value| value.split(';').next()).unwrap_or("");
+    media.trim().eq_ignore_ascii_case("application/json")
+}
+// ANCHOR_END: headers
+
+// ---------------------------------------------------------------------------
+// stdio: the same messages, one per line, for a host that starts the server.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: stdio
+/// Read messages from stdin, one per line, and write each answer to stdout as one
+/// line. stdout carries nothing else; the log goes to stderr. When the host closes
+/// stdin, the loop ends and so does the process.
+fn serve_stdio(tools: &[Tool]) -> io::Result<()> {
+    // TODO: read messages from stdin, one per line, and write each answer (if any) to
+    // stdout as one line, at once. stdout carries nothing else; the log goes to
+    // stderr. When stdin closes, return.
+    todo!("serve over stdin and stdout")
+    // END TODO
+}
+
+/// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
+/// them. A notification, a response or a blank line gets no line back.
+fn handle_line(line: &[u8], tools: &[Tool]) -> Option<Vec<u8>> {
+    // TODO: answer one line as `handle` answers one POST, body only: a request gets
+    // its response, a line that is not a message gets the error, and a blank line, a
+    // notification or a client's response get no line at all.
+    todo!("answer one line")
+    // END TODO
+}
+// ANCHOR_END: stdio
+
+// ANCHOR: guard
+/// Who may talk to this server. Every request passes [`Guard::admit`] before its body
+/// is even parsed.
+struct Guard {
+    /// Host names (lowercase, no port) this server answers as, besides the loopback ones.
+    hosts: Vec<String>,
+    /// Origins (lowercase) allowed besides the loopback ones.
+    origins: Vec<String>,
+    /// The bearer token every request must carry, when one is set.
+    token: Option<String>,
+}
+
+/// The names a server on this machine is always reachable as, on any port.
+const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+impl Guard {
+    /// The guard for a server bound to `bind`. Warns, on stderr, when that address is
+    /// reachable from other machines.
+    fn new(bind: &str, hosts: &[String], origins: &[String], token: Option<String>) -> Guard {
+        let mut hosts: Vec<String> = hosts.iter().filter_map(|h| host_name(h)).map(str::to_ascii_lowercase).collect();
+        for address in bind.to_socket_addrs().into_iter().flatten().filter(|a| !a.ip().is_loopback()) {
+            eprintln!(
+                "warning: binding to {address}, which other machines can reach. Anyone who reaches it can \
+                 call its tools: set a token ({TOKEN_VARIABLE}) and name the hosts clients use with --allowed-host."
+            );
+            // A specific address is a name the server answers as; 0.0.0.0 and [::] are not.
+            if !address.ip().is_unspecified() {
+                let name = if address.is_ipv6() { format!("[{}]", address.ip()) } else { address.ip().to_string() };
+                hosts.push(name);
+            }
+        }
+        let origins = origins.iter().map(|o| o.trim_end_matches('/').to_ascii_lowercase()).collect();
+        Guard { hosts, origins, token }
+    }
+
+    /// Let a request through, or answer it with the reason it may not pass.
+    fn admit(&self, request: &Request) -> Result<(), Response> {
+        // DNS rebinding: a web page whose own host name now resolves to 127.0.0.1
+        // still says that name in `Host`.
+        let host = request.header("Host").unwrap_or("");
+        if !self.answers_as(host) {
+            return Err(refusal(403, &format!("Forbidden: Host '{host}' is not a name this server answers to")));
+        }
+        // A web page on another site, sending requests from the user's own browser.
+        // Browsers say which site in `Origin`; other clients do not send one.
+        if let Some(origin) = request.header("Origin")
+            && !self.allows_origin(origin)
+        {
+            return Err(refusal(403, &format!("Forbidden: Origin '{origin}' is not allowed")));
+        }
+        // Anyone else who can reach the port: other users, other programs.
+        let Some(expected) = &self.token else { return Ok(()) };
+        match bearer_token(request) {
+            Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => Ok(()),
+            // RFC 6750, section 3: no credentials get a bare challenge, wrong ones say so.
+            Some(_) => Err(refusal(401, "Unauthorized: wrong bearer token")
+                .with_header("WWW-Authenticate", r#"Bearer error="invalid_token""#)),
+            None => Err(refusal(401, "Unauthorized: send `Authorization: Bearer <token>`")
+                .with_header("WWW-Authenticate", "Bearer")),
+        }
+    }
+
+    /// Is `host` (a `Host` header: name and optional port) one of our names? Any port
+    /// goes: a port forward or a proxy changes the port, a rebinding attack the name.
+    fn answers_as(&self, host: &str) -> bool {
+        host_name(host)
+            .map(str::to_ascii_lowercase)
+            .is_some_and(|name| LOOPBACK_NAMES.contains(&name.as_str()) || self.hosts.contains(&name))
+    }
+
+    /// Is `origin` (scheme, host, optional port) allowed? The loopback ones on any
+    /// port, and those given with `--allowed-origin`, exactly.
+    fn allows_origin(&self, origin: &str) -> bool {
+        let origin = origin.to_ascii_lowercase();
+        let loopback = origin.strip_prefix("http://").and_then(host_name).is_some_and(|n| LOOPBACK_NAMES.contains(&n));
+        loopback || self.origins.contains(&origin)
+    }
+}
+
+/// `localhost:8080` -> `localhost`, `[::1]:8080` -> `[::1]`, `127.0.0.1` -> `127.0.0.1`.
+/// `None` when what follows the name is not a port: `localhost.evil.example` is a name
+/// of its own, and `localhost/x` or `localhost:80@evil.example` are not a host at all.
+fn host_name(authority: &str) -> Option<&str> {
+    let end = if authority.starts_with('[') {
+        authority.find(']')? + 1
+    } else {
+        authority.find(':').unwrap_or(authority.len())
+    };
+    let (name, rest) = authority.split_at(end);
+    let port_ok = rest.is_empty()
+        || rest.strip_prefix(':').is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let name_ok = !name.is_empty() && !name.contains(['/', '@', '?', '#']);
+    (port_ok && name_ok).then_some(name)
+}
+
+/// The token in `Authorization: Bearer <token>` (the scheme is case-insensitive).
+fn bearer_token(request: &Request) -> Option<&str> {
+    let (scheme, token) = request.header("Authorization")?.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("Bearer").then(|| token.trim())
+}
+
+/// Compare two secrets in time that does not depend on where they first differ, so
+/// that timing the 401s cannot reveal the token a byte at a time. (The time does
+/// depend on the expected token's length, which is not the secret.)
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    let mut difference = given.len() ^ expected.len();
+    for (i, byte) in expected.iter().enumerate() {
+        difference |= usize::from(byte ^ given.get(i).copied().unwrap_or(0));
+    }
+    std::hint::black_box(difference) == 0
+}
+
+/// A refusal before the body was read: a JSON-RPC error with `"id": null`, so that a
+/// client shows the reason, with the HTTP status that says what kind of refusal.
+fn refusal(status: u16, message: &str) -> Response {
+    let error = RpcError { code: -32600, message: message.to_string(), data: None };
+    reply(status, Value::Null, Err(error))
+}
+// ANCHOR_END: guard
+
+// ANCHOR: protocol_version
+/// `MCP-Protocol-Version`: the revision a client agreed to in `initialize`, sent on
+/// every later request. A revision this server does not speak is refused with `400`
+/// before the method runs, so the client is not misled by answers in a dialect it
+/// did not ask for. No header is fine: clients of 2025-03-26 and before never send
+/// one. `initialize` itself is never checked: it is where the revision is chosen.
+fn check_protocol_version(request: &Request, message: &Message) -> Result<(), RpcError> {
+    if message.method() == Some("initialize") {
+        return Ok(());
+    }
+    match request.header("MCP-Protocol-Version") {
+        None => Ok(()),
+        Some(version) if SUPPORTED_VERSIONS.contains(&version) || MODERN_VERSIONS.contains(&version) => Ok(()),
+        Some(version) => Err(RpcError::invalid_request(&format!(
+            "unsupported MCP-Protocol-Version '{version}'; this server speaks {}",
+            all_versions().join(", ")
+        ))),
+    }
+}
+// ANCHOR_END: protocol_version
+
+// ANCHOR: modern
+/// The `_meta` keys every 2026-07-28 request carries (`2026-07-28/basic/index.mdx`).
+const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// Which era a request belongs to (`2026-07-28/basic/versioning.mdx`): one whose
+/// `_meta` carries the protocol version is modern, and so is one whose
+/// `MCP-Protocol-Version` names a modern revision, except on `initialize`, where that
+/// header is never read. Everything else, `initialize` above all, is the handshake era.
+/// `request` is the HTTP request, `None` over stdio, which has no headers.
+fn is_modern(request: Option<&Request>, method: &str, params: Option<&Value>) -> bool {
+    let in_body = request_meta(params).is_some_and(|meta| meta.contains_key(PROTOCOL_VERSION_KEY));
+    let in_header = method != "initialize"
+        && request
+            .and_then(|request| request.header("MCP-Protocol-Version"))
+            .is_some_and(|version| MODERN_VERSIONS.contains(&version));
+    in_body || in_header
+}
+
+/// `params._meta`, when there is one.
+fn request_meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
+    params?.get("_meta")?.as_object()
+}
+
+/// A modern request: check the envelope, run the method, and mark the result.
+fn answer_modern(
+    request: Option<&Request>,
+    id: Value,
+    method: &str,
+    params: Option<&Value>,
+    tools: &[Tool],
+) -> Response {
+    if let Err(error) = check_envelope(request, method, params) {
+        return reply(400, id, Err(error));
+    }
+    match dispatch_modern(method, params, tools) {
+        Ok(result) => reply(200, id, Ok(complete(method, result))),
+        // This revision gives "no such method" its own HTTP status.
+        Err(error) if error.code == -32601 => reply(404, id, Err(error)),
+        Err(error) => reply(200, id, Err(error)),
+    }
+}
+
+/// What every modern request must get right before its method runs, in this order
+/// (the Python SDK's order: a client whose headers contradict its body is told so
+/// before it is told its version is unsupported).
+fn check_envelope(request: Option<&Request>, method: &str, params: Option<&Value>) -> Result<(), RpcError> {
+    // 1. The two required `_meta` fields: without them the request is malformed.
+    let meta = request_meta(params);
+    let version = meta.and_then(|meta| meta.get(PROTOCOL_VERSION_KEY));
+    let capabilities = meta.and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY));
+    let (Some(version), Some(Value::Object(_))) = (version, capabilities) else {
+        return Err(RpcError::invalid_params(&format!(
+            "params._meta must carry {PROTOCOL_VERSION_KEY} and {CLIENT_CAPABILITIES_KEY} (an object)"
+        )));
+    };
+    // 2. Headers repeat the body for proxies that route on them; they must agree.
+    // stdio has no header layer: everything is in the body, so there is nothing to
+    // compare (`2026-07-28/basic/transports/stdio.mdx`, Request Metadata).
+    if let Some(request) = request {
+        header_matches(request, "MCP-Protocol-Version", version)?;
+        header_matches(request, "Mcp-Method", &Value::String(method.to_string()))?;
+        if let Some(field) = NAMED_BY.iter().find(|(m, _)| *m == method).map(|(_, field)| *field)
+            && let Some(name) = params.and_then(|p| p.get(field))
+        {
+            header_matches(request, "Mcp-Name", name)?;
+        }
+    }
+    // 3. A revision this server speaks. (A version that is not a string never gets
+    // here: no header equals it.)
+    let version = version.as_str().unwrap_or_default();
+    if !MODERN_VERSIONS.contains(&version) {
+        return Err(RpcError::unsupported_version(version));
+    }
+    Ok(())
+}
+
+/// Methods whose target is repeated in `Mcp-Name`, and the params field it repeats.
+const NAMED_BY: &[(&str, &str)] = &[("tools/call", "name"), ("prompts/get", "name"), ("resources/read", "uri")];
+
+/// The header `name` must be present and equal the body's `value` (a header always
+/// holds a string, so a body value that is not one never matches).
+fn header_matches(request: &Request, name: &str, value: &Value) -> Result<(), RpcError> {
+    let Some(raw) = request.header(name) else {
+        return Err(RpcError::header_mismatch(&format!("required header {name} is missing")));
+    };
+    // `Mcp-Name` may carry a value that is not plain ASCII as `=?base64?...?=`.
+    let header = if name == "Mcp-Name" { decode_sentinel(raw) } else { Some(raw.to_string()) };
+    if header.is_some() && header.as_deref() == value.as_str() {
+        return Ok(());
+    }
+    let body = value.as_str().map_or_else(|| value.to_string(), str::to_string);
+    Err(RpcError::header_mismatch(&format!("{name} header value '{raw}' does not match body value '{body}'")))
+}
+
+/// Undo the `=?base64?...?=` wrapping a client uses for a value that is not plain
+/// ASCII (`2026-07-28/basic/transports/streamable-http.mdx`, Value Encoding). A plain
+/// value comes back as it is; a broken wrapping as `None`, which matches nothing.
+fn decode_sentinel(value: &str) -> Option<String> {
+    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
+        return Some(value.to_string());
+    };
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let digits = encoded.trim_end_matches('=');
+    if encoded.len() % 4 != 0 || encoded.len() - digits.len() > 2 {
+        return None;
+    }
+    let (mut bytes, mut bits, mut count) = (Vec::new(), 0u32, 0);
+    for c in digits.bytes() {
+        bits = (bits << 6) | ALPHABET.iter().position(|&a| a == c)? as u32;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            bytes.push((bits >> count) as u8);
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// The methods of the stateless revision. `initialize` and `ping` are gone from it
+/// (`2026-07-28/changelog.mdx`); `server/discover` is new.
+fn dispatch_modern(method: &str, params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    match method {
+        "server/discover" => Ok(discover()),
+        "initialize" | "ping" => Err(RpcError::method_not_found(method)),
+        _ => dispatch(method, params, tools),
+    }
+}
+
+/// What a client may learn before its first call: the revisions and capabilities.
+fn discover() -> Value {
+    json!({ "supportedVersions": all_versions(), "capabilities": { "tools": {} } })
+}
+
+/// Every revision this server speaks, in either era, newest first.
+fn all_versions() -> Vec<&'static str> {
+    MODERN_VERSIONS.iter().chain(SUPPORTED_VERSIONS).copied().collect()
+}
+
+/// How long a client may reuse a `tools/list` or `server/discover` answer. The tools
+/// are compiled in, so they change only when the server is rebuilt: five minutes
+/// spares a client asking on every turn and still picks up a restart soon.
+const CACHE_TTL_MS: u64 = 300_000;
+
+/// Every modern result says it is complete, and who answered; the cacheable ones
+/// say for how long, and for whom (`public`: the same for every caller).
+fn complete(method: &str, mut result: Value) -> Value {
+    let fields = result.as_object_mut().expect("every result is an object");
+    fields.insert("resultType".into(), json!("complete"));
+    let server_info = json!({ "name": SERVER_NAME, "version": SERVER_VERSION });
+    fields.insert("_meta".into(), json!({ "io.modelcontextprotocol/serverInfo": server_info }));
+    if matches!(method, "server/discover" | "tools/list") {
+        fields.insert("ttlMs".into(), json!(CACHE_TTL_MS));
+        fields.insert("cacheScope".into(), json!("public"));
+    }
+    result
+}
+// ANCHOR_END: modern
+
+// ---------------------------------------------------------------------------
+// JSON-RPC layer: the envelope every message travels in.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: message
+/// The three kinds of message a client can POST.
+#[derive(Debug)]
+enum Message {
+    /// Has an `id`: the client waits for a response with that same id.
+    Request { id: Value, method: String, params: Option<Value> },
+    /// Has no `id` member at all: fire and forget.
+    Notification { method: String },
+    /// A client's answer to a request the server sent. This server sends none, so
+    /// nothing is waiting for it.
+    Response,
+}
+
+impl Message {
+    /// The id to answer with: the request's own, else `null`.
+    fn id(&self) -> Value {
+        match self {
+            Message::Request { id, .. } => id.clone(),
+            _ => Value::Null,
+        }
+    }
+
+    fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request { method, .. } | Message::Notification { method } => Some(method),
+            Message::Response => None,
+        }
+    }
+}
+
+/// A JSON-RPC error object: `{"code": -32601, "message": "..."}`.
+#[derive(Debug, Serialize)]
+struct RpcError {
+    code: i64,
+    message: String,
+    /// Details a client can act on, such as the versions it may retry with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<Value>,
+}
+
+impl RpcError {
+    fn parse_error(detail: &str) -> RpcError {
+        RpcError { code: -32700, message: format!("Parse error: {detail}"), data: None }
+    }
+
+    fn invalid_request(detail: &str) -> RpcError {
+        RpcError { code: -32600, message: format!("Invalid Request: {detail}"), data: None }
+    }
+
+    fn method_not_found(method: &str) -> RpcError {
+        RpcError { code: -32601, message: format!("Method not found: {method}"), data: None }
+    }
+
+    fn invalid_params(detail: &str) -> RpcError {
+        RpcError { code: -32602, message: format!("Invalid params: {detail}"), data: None }
+    }
+
+    fn header_mismatch(detail: &str) -> RpcError {
+        RpcError { code: -32020, message: format!("Header mismatch: {detail}"), data: None }
+    }
+
+    fn unsupported_version(requested: &str) -> RpcError {
+        let data = json!({ "supported": all_versions(), "requested": requested });
+        RpcError { code: -32022, message: "Unsupported protocol version".into(), data: Some(data) }
+    }
+
+    fn internal_error(detail: &str) -> RpcError {
+        RpcError { code: -32603, message: format!("Internal error: {detail}"), data: None }
+    }
+}
+// ANCHOR_END: message
+
+// ANCHOR: parse
+/// Read a body as one JSON-RPC message, or say why it is not one.
+fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
+    let json: Value = serde_json::from_slice(body).map_err(|e| RpcError::parse_error(&e.to_string()))?;
+    // One object per message. (2025-03-26 allowed an array, a "batch"; the next
+    // revision removed it again, so an array is not a message.)
+    let Value::Object(object) = json else {
+        return Err(RpcError::invalid_request("expected one JSON object"));
+    };
+    if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Err(RpcError::invalid_request(r#"`jsonrpc` must be "2.0""#));
+    }
+    let params = match object.get("params") {
+        None | Some(Value::Object(_) | Value::Array(_)) => object.get("params").cloned(),
+        Some(_) => return Err(RpcError::invalid_request("`params` must be an object or an array")),
+    };
+    // Absent is not the same as null: no `id` member makes a notification, while
+    // `"id": null` is a request with an id nobody could answer to.
+    let id = object.get("id").map(valid_id).transpose()?;
+
+    match (object.get("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method: method.clone(), params }),
+        (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone() }),
+        (Some(_), _) => Err(RpcError::invalid_request("`method` must be a string")),
+        (None, Some(_)) if is_response(&object) => Ok(Message::Response),
+        (None, _) => Err(RpcError::invalid_request("a message needs a `method`, or a `result` or `error`")),
+    }
+}
+
+/// An id is a string or an integer, and comes back exactly as it was sent: `"7"`
+/// stays a string, `7` a number.
+fn valid_id(id: &Value) -> Result<Value, RpcError> {
+    match id {
+        Value::String(_) => Ok(id.clone()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Ok(id.clone()),
+        _ => Err(RpcError::invalid_request("`id` must be a string or an integer")),
+    }
+}
+
+/// A response has exactly one of `result` and `error`.
+fn is_response(object: &Map<String, Value>) -> bool {
+    object.contains_key("result") != object.contains_key("error")
+}
+// ANCHOR_END: parse
+
+// ANCHOR: reply
+/// The response envelope. Field order is the order on the wire:
+/// `{"jsonrpc": "2.0", "id": ..., "result": ...}` or `{..., "error": ...}`.
+#[derive(Serialize)]
+struct RpcResponse {
+    jsonrpc: &'static str,
+    id: Value,
+    #[serde(flatten)]
+    outcome: Outcome,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Outcome {
+    Result(Value),
+    Error(RpcError),
+}
+
+/// Wrap a method's outcome in the envelope, with the request's own id.
+fn reply(status: u16, id: Value, outcome: Result<Value, RpcError>) -> Response {
+    let outcome = match outcome {
+        Ok(result) => Outcome::Result(result),
+        Err(error) => Outcome::Error(error),
+    };
+    let body = serde_json::to_string(&RpcResponse { jsonrpc: "2.0", id, outcome }).expect("serializable");
+    Response::json(status, body)
+}
+// ANCHOR_END: reply
+
+// ---------------------------------------------------------------------------
+// MCP layer: the methods.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: dispatch
+/// Answer a request by its method.
+fn dispatch(method: &str, params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    match method {
+        "initialize" => initialize(params),
+        "ping" => Ok(json!({})),
+        "tools/list" => tools_list(params, tools),
+        "tools/call" => tools_call(params, tools),
+        _ => Err(RpcError::method_not_found(method)),
+    }
+}
+// ANCHOR_END: dispatch
+
+// ANCHOR: initialize
+/// The protocol revisions this server speaks, newest first.
+const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The stateless revisions, which have no `initialize`: each request names its own.
+const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
+
+/// Who this server is, for `serverInfo`. The version is the chapter's.
+const SERVER_NAME: &str = "pingme";
+const SERVER_VERSION: &str = "0.9.0";
+
+/// The handshake: agree on a revision and say what this server can do.
+fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`protocolVersion` must be a string"))?;
+    // Negotiation: answer the client's revision when we speak it, else our newest.
+    // Never an error: the client reads our answer and decides whether to go on.
+    let version = if SUPPORTED_VERSIONS.contains(&requested) { requested } else { SUPPORTED_VERSIONS[0] };
+    Ok(json!({
+        "protocolVersion": version,
+        // "I have tools": the client may call `tools/list` and `tools/call`. No
+        // `listChanged`: this server's tools never change while it runs.
+        "capabilities": { "tools": {} },
+        "serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION },
+    }))
+}
+// ANCHOR_END: initialize
+
+// ANCHOR: tools_list
+/// `tools/list`: every tool, on one page.
+fn tools_list(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    // Lists may come in pages: a result with `nextCursor` asks the client to send that
+    // cursor back for the next page. This server's list is one page, so it never hands
+    // out a cursor, and any cursor it receives is one it did not issue.
+    match params.and_then(|p| p.get("cursor")) {
+        None => Ok(json!({ "tools": tools.iter().map(|tool| &tool.definition).collect::<Vec<_>>() })),
+        Some(Value::String(cursor)) => {
+            Err(RpcError::invalid_params(&format!("unknown cursor {cursor:?}: this server issues no cursors")))
+        }
+        Some(_) => Err(RpcError::invalid_params("`cursor` must be a string")),
+    }
+}
+// ANCHOR_END: tools_list
+
+// ANCHOR: tools_call
+/// `tools/call`: find the tool by its name and run it with the arguments.
+fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    let name = params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`name` must be a string"))?;
+    // `arguments` may be left out; the tool then runs with none, as if sent `{}`.
+    let no_arguments = Map::new();
+    let arguments = match params.and_then(|p| p.get("arguments")) {
+        None => &no_arguments,
+        Some(Value::Object(arguments)) => arguments,
+        Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object")),
+    };
+    let tool = tools
+        .iter()
+        .find(|tool| tool.definition["name"] == name)
+        .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool {name:?}")))?;
+    // Arguments that break the tool's schema are the model's mistake, and the model can
+    // fix it: a failed result saying what to fix, not a protocol error (2025-11-25).
+    let problems = check_arguments(&tool.definition["inputSchema"], arguments);
+    let result = if problems.is_empty() {
+        // A tool that panics is a bug in the server, not a mistake of the model's:
+        // `-32603` with this request's id, and the server goes on to the next request.
+        catch_unwind(AssertUnwindSafe(|| (tool.run)(arguments)))
+            .map_err(|_| RpcError::internal_error(&format!("the tool {name} failed; the server's log says why")))?
+    } else {
+        ToolResult::error(format!(
+            "Invalid arguments for {name}: {}. Correct the arguments and call {name} again.",
+            problems.join("; ")
+        ))
+    };
+    Ok(serde_json::to_value(result).expect("a tool result always serializes"))
+}
+// ANCHOR_END: tools_call
+
+// ANCHOR: check_arguments
+/// Check arguments against a tool's `inputSchema`, and say what is wrong in words a
+/// model can act on. It knows the keywords this server's schemas use: `required` and
+/// `additionalProperties: false`, and per property `type`, `enum`, `minimum` and
+/// `maximum`. (A full JSON Schema validator knows them all; chapter 6's test uses one.)
+fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let required = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str);
+    for name in required.filter(|name| !arguments.contains_key(*name)) {
+        problems.push(format!("`{name}` is missing"));
+    }
+    for (name, value) in arguments {
+        let Some(property) = schema["properties"].get(name) else {
+            if schema["additionalProperties"] == false {
+                problems.push(format!("`{name}` is not an argument of this tool"));
+            }
+            continue;
+        };
+        if let Some(expected) = property["type"].as_str()
+            && !has_type(value, expected)
+        {
+            problems.push(format!("`{name}` must be of type {expected}, not {value}"));
+            continue;
+        }
+        if let Some(allowed) = property["enum"].as_array()
+            && !allowed.contains(value)
+        {
+            let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            problems.push(format!("`{name}` must be one of {}, not {value}", allowed.join(", ")));
+        }
+        if let (Some(number), Some(minimum)) = (value.as_f64(), property["minimum"].as_f64())
+            && number < minimum
+        {
+            problems.push(format!("`{name}` must be at least {}, not {value}", property["minimum"]));
+        }
+        if let (Some(number), Some(maximum)) = (value.as_f64(), property["maximum"].as_f64())
+            && number > maximum
+        {
+            problems.push(format!("`{name}` must be at most {}, not {value}", property["maximum"]));
+        }
+    }
+    problems
+}
+
+/// JSON Schema's types. An integer is a number without a fractional part, so `2.0` is one.
+fn has_type(value: &Value, expected: &str) -> bool {
+    match expected {
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|n| n.fract() == 0.0),
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+// ANCHOR_END: check_arguments
+
+// ANCHOR: result
+/// What a tool hands back (`CallToolResult`): content blocks, the same result as JSON
+/// for programs, and whether the tool failed. A failure is still a result, not a
+/// JSON-RPC error: the model reads it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResult {
+    content: Vec<Content>,
+    /// A JSON object that conforms to the tool's `outputSchema`. Left out by tools
+    /// without one, and by failed calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_content: Option<Value>,
+    /// Left out when false, which is what a client assumes when it is absent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    is_error: bool,
+}
+
+/// One content block, tagged by its `type`. The protocol has five kinds (text, image,
+/// audio, resource_link, resource); these tools only need text.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Content {
+    Text { text: String },
+}
+
+impl ToolResult {
+    /// A result of one text block.
+    fn text(text: impl Into<String>) -> ToolResult {
+        ToolResult { content: vec![Content::Text { text: text.into() }], structured_content: None, is_error: false }
+    }
+
+    /// A result for programs and models alike: `value` as JSON in `structuredContent`,
+    /// and the same JSON, serialized, in a text block, for clients that only read
+    /// `content` (`2025-11-25/server/tools.mdx`, "Structured Content").
+    fn structured(value: &impl Serialize) -> ToolResult {
+        let text = serde_json::to_string(value).expect("a tool's output always serializes");
+        let json = serde_json::to_value(value).expect("a tool's output always serializes");
+        ToolResult { content: vec![Content::Text { text }], structured_content: Some(json), is_error: false }
+    }
+
+    /// A failed call, with a text saying what went wrong.
+    fn error(text: impl Into<String>) -> ToolResult {
+        ToolResult { is_error: true, ..ToolResult::text(text) }
+    }
+}
+// ANCHOR_END: result
+
+// ---------------------------------------------------------------------------
+// The tools: defined once, here.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: tools
+/// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
+struct Tool {
+    definition: Value,
+    run: fn(&Map<String, Value>) -> ToolResult,
+}
+
+/// Every tool this server offers. The host hands the definitions to the model, and
+/// they are all the model knows of a tool: it calls a tool when the `description`
+/// matches what the user asked, and fills in the arguments from `inputSchema`,
+/// property descriptions included.
+fn tools(demo_faults: bool) -> Vec<Tool> {
+    let mut tools = vec![
+        Tool {
+            definition: json!({
+                "name": "PingME",
+                "title": "Ping me",
+                "description": "Checks that this MCP server is reachable: it answers with the single word \
+                    BISMILLAH. Call it when the user asks to ping or test this server or the connection to it. \
+                    Do not call it for anything else: it takes no input and returns no information.",
+                // No arguments: an object with no properties, and no others allowed.
+                "inputSchema": { "type": "object", "additionalProperties": false },
+            }),
+            run: ping_me,
+        },
+        Tool {
+            definition: json!({
+                "name": "calculate_overtime",
+                "title": "Calculate overtime pay",
+                "description": "Calculates the gross pay for one day's work, overtime included. On a weekday \
+                    the first 8 hours are paid at the hourly rate and each further hour at 1.5 times the rate; \
+                    every hour on a Saturday is paid at 1.5 times, on a Sunday at 2 times and on a public \
+                    holiday at 2.5 times. Call it when the user asks what a day's work pays or how much of it \
+                    is overtime. Do not call it for a whole week or month (call it once per day), for salaried \
+                    staff, or for taxes and deductions: it computes gross pay only.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "hours": {
+                            "type": "number",
+                            "minimum": 0,
+                            "maximum": 24,
+                            "description": "Hours worked on that day, for example 10 or 7.5.",
+                        },
+                        "rate": {
+                            "type": "number",
+                            "minimum": 0,
+                            "description": "The hourly base rate, in the user's currency, for example 20. \
+                                The tool does not convert currencies.",
+                        },
+                        "dayType": {
+                            "type": "string",
+                            "enum": ["weekday", "saturday", "sunday", "holiday"],
+                            "description": "The kind of day the hours were worked on. Use `holiday` for a \
+                                public holiday, whatever day of the week it falls on.",
+                        },
+                    },
+                    "required": ["hours", "rate", "dayType"],
+                    "additionalProperties": false,
+                },
+                // What every successful result's `structuredContent` looks like: the
+                // fields of `OvertimePay`, as serde writes them.
+                "outputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "hours": { "type": "number", "description": "Hours worked, as given." },
+                        "rate": { "type": "number", "description": "The hourly base rate, as given." },
+                        "dayType": {
+                            "type": "string",
+                            "enum": ["weekday", "saturday", "sunday", "holiday"],
+                            "description": "The kind of day, as given.",
+                        },
+                        "regularHours": { "type": "number", "description": "Hours paid at the base rate." },
+                        "overtimeHours": { "type": "number", "description": "Hours paid at the overtime rate." },
+                        "overtimeMultiplier": {
+                            "type": "number",
+                            "description": "How many base rates an overtime hour pays: 1.5, 2 or 2.5.",
+                        },
+                        "regularPay": { "type": "number", "description": "regularHours times rate, rounded to cents." },
+                        "overtimePay": {
+                            "type": "number",
+                            "description": "overtimeHours times rate times overtimeMultiplier, rounded to cents.",
+                        },
+                        "totalPay": { "type": "number", "description": "regularPay plus overtimePay." },
+                    },
+                    "required": [
+                        "hours", "rate", "dayType", "regularHours", "overtimeHours", "overtimeMultiplier",
+                        "regularPay", "overtimePay", "totalPay",
+                    ],
+                    "additionalProperties": false,
+                },
+            }),
+            run: calculate_overtime,
+        },
+    ];
+    if demo_faults {
+        tools.push(Tool {
+            definition: json!({
+                "name": "split_shift",
+                "title": "Split minutes into shifts (fault demo)",
+                "description": "A fault demo, offered only when the server runs with --demo-faults. \
+                    Divides a number of minutes evenly into shifts. It has a bug: its schema lets `shifts` \
+                    be 0, and dividing by zero panics. Call it only to see what the server does then.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "minutes": { "type": "integer", "minimum": 0, "description": "The minutes to split." },
+                        "shifts": { "type": "integer", "minimum": 0, "description": "How many shifts." },
+                    },
+                    "required": ["minutes", "shifts"],
+                    "additionalProperties": false,
+                },
+            }),
+            run: split_shift,
+        });
+    }
+    tools
+}
+// ANCHOR_END: tools
+
+// ANCHOR: ping_me
+/// `PingME`: the magic word, and nothing else.
+fn ping_me(_arguments: &Map<String, Value>) -> ToolResult {
+    ToolResult::text("BISMILLAH")
+}
+// ANCHOR_END: ping_me
+
+// ANCHOR: calculate_overtime
+/// `calculate_overtime`'s arguments, read from JSON by serde.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OvertimeArguments {
+    hours: f64,
+    rate: f64,
+    day_type: DayType,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum DayType {
+    Weekday,
+    Saturday,
+    Sunday,
+    Holiday,
+}
+
+/// A day's pay, split into its regular and overtime parts: the tool's typed output.
+/// Serde writes it as the JSON object the `outputSchema` describes.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OvertimePay {
+    hours: f64,
+    rate: f64,
+    day_type: DayType,
+    regular_hours: f64,
+    overtime_hours: f64,
+    overtime_multiplier: f64,
+    regular_pay: f64,
+    overtime_pay: f64,
+    total_pay: f64,
+}
+
+fn calculate_overtime(arguments: &Map<String, Value>) -> ToolResult {
+    let arguments: OvertimeArguments = match serde_json::from_value(Value::Object(arguments.clone())) {
+        Ok(arguments) => arguments,
+        Err(error) => return ToolResult::error(format!("Invalid arguments: {error}")),
+    };
+    ToolResult::structured(&overtime_pay(&arguments))
+}
+
+/// The pay rules the tool's description promises.
+fn overtime_pay(arguments: &OvertimeArguments) -> OvertimePay {
+    let OvertimeArguments { hours, rate, day_type } = *arguments;
+    // On a weekday the first 8 hours are regular; on other days every hour is overtime.
+    let (regular_hours, overtime_multiplier) = match day_type {
+        DayType::Weekday => (hours.min(8.0), 1.5),
+        DayType::Saturday => (0.0, 1.5),
+        DayType::Sunday => (0.0, 2.0),
+        DayType::Holiday => (0.0, 2.5),
+    };
+    let overtime_hours = hours - regular_hours;
+    let regular_pay = cents(regular_hours * rate);
+    let overtime_pay = cents(overtime_hours * rate * overtime_multiplier);
+    OvertimePay {
+        hours,
+        rate,
+        day_type,
+        regular_hours,
+        overtime_hours,
+        overtime_multiplier,
+        regular_pay,
+        overtime_pay,
+        total_pay: cents(regular_pay + overtime_pay),
+    }
+}
+
+/// Round money to whole cents, so that 0.1 + 0.2 shows as 0.3.
+fn cents(amount: f64) -> f64 {
+    (amount * 100.0).round() / 100.0
+}
+// ANCHOR_END: calculate_overtime
+
+// ANCHOR: split_shift
+/// `split_shift`, the fault demo: integer division by zero panics in Rust, and
+/// nothing here stops `shifts` from being 0.
+fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
+    let minutes = arguments["minutes"].as_u64().unwrap_or(0);
+    let shifts = arguments["shifts"].as_u64().unwrap_or(0);
+    ToolResult::text(format!("{} minutes per shift", minutes / shifts))
+}
+// ANCHOR_END: split_shift

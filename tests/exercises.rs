@@ -1,0 +1,255 @@
+//! The author checks for the workshop exercises (`chapters/*/exercise.rs`):
+//! - every exercise fails its chapter's check, so its TODO is real;
+//! - every chapter passes the same check, so the check is fair;
+//! - every exercise is its chapter's `main.rs` outside its TODO regions, so the two
+//!   cannot drift apart;
+//! - every exchange has a hint, and the exercises are exactly the chapters.
+//!
+//! A learner who solves an exercise in place will see the first of these fail: that
+//! is the exercise passing, not a bug. They check their work with
+//! `cargo run -- check N`, not with `cargo test`.
+//!
+//! A TODO region, in an exercise, runs from a line that starts with `// TODO` to the
+//! next `// END TODO` line. Outside the regions an exercise and its chapter are the
+//! same lines in the same order (blank lines aside); inside, the exercise says what to
+//! build and the chapter has the code.
+
+use std::path::Path;
+
+use mcp_workbook::chapters::{self, CHAPTERS, Chapter};
+use mcp_workbook::check;
+use mcp_workbook::transcript::{self, Transcript};
+
+fn transcript_of(chapter: &Chapter) -> Transcript {
+    let path = chapter.transcript_path();
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    transcript::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Start `binary` as the learner's check does, run the check, and give back how many
+/// exchanges passed and the report a learner would read.
+fn check_binary(chapter: &Chapter, binary: &str) -> (usize, usize, String) {
+    let transcript = transcript_of(chapter);
+    let results = check::run_binary(&transcript, Path::new(binary)).expect("the server starts");
+    let passed = results.iter().filter(|r| r.passed()).count();
+    let report = check::render(&results, &check::Target::Exercise);
+    (passed, results.len(), report)
+}
+
+fn exercise_is_unsolved(name: &str, binary: &str) {
+    let chapter = chapters::find(name).unwrap();
+    let (passed, total, _) = check_binary(chapter, binary);
+    assert!(
+        passed < total,
+        "{}'s exercise passes all {total} exchanges of its check, so its TODO is not real: leave the \
+         chapter's piece out of exercise.rs. (A learner who solved it in place sees this too: well done. \
+         This test guards the workbook's own files; check your work with `cargo run -- check {}`.)",
+        chapter.name,
+        chapter.number,
+    );
+}
+
+fn chapter_passes(name: &str, binary: &str) {
+    let chapter = chapters::find(name).unwrap();
+    let (passed, total, report) = check_binary(chapter, binary);
+    assert_eq!(passed, total, "{} fails the learner's check:\n{report}", chapter.name);
+}
+
+/// The lines of `text` that are not blank, with their 1-based line numbers.
+fn content_lines(text: &str) -> Vec<(usize, &str)> {
+    text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()).map(|(i, line)| (i + 1, line)).collect()
+}
+
+/// The exercise's lines outside its TODO regions, as runs (one before the first region,
+/// one between each two, one after the last).
+fn outside_todos(exercise: &str) -> Result<Vec<Vec<(usize, &str)>>, String> {
+    let mut runs = vec![Vec::new()];
+    let mut open: Option<usize> = None;
+    for (number, line) in content_lines(exercise) {
+        let trimmed = line.trim();
+        match open {
+            None if trimmed.starts_with("// TODO") => open = Some(number),
+            None if trimmed == "// END TODO" => return Err(format!("line {number}: `// END TODO` with no TODO open")),
+            None => runs.last_mut().unwrap().push((number, line)),
+            Some(_) if trimmed == "// END TODO" => {
+                open = None;
+                runs.push(Vec::new());
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(start) = open {
+        return Err(format!("line {start}: a TODO region with no `// END TODO`"));
+    }
+    if runs.len() < 2 {
+        return Err("no TODO region at all".into());
+    }
+    Ok(runs)
+}
+
+/// Does `main` read like `exercise` with each TODO region replaced by some lines?
+/// (A pattern match where each region is a wildcard: the first run must start `main`,
+/// the last must end it, the others must follow in order.) The error names the first
+/// exercise line that `main` does not have where it should.
+fn same_outside_todos(exercise: &str, main: &str) -> Result<(), String> {
+    let runs = outside_todos(exercise)?;
+    let main: Vec<&str> = content_lines(main).into_iter().map(|(_, line)| line).collect();
+    // How many lines of `run` match `main` from `at` on.
+    let matching = |run: &[(usize, &str)], at: usize| {
+        run.iter().zip(main.get(at..).unwrap_or(&[])).take_while(|((_, a), b)| a == *b).count()
+    };
+    let differs = |run: &[(usize, &str)], matched: usize| match run.get(matched) {
+        Some((number, line)) => Err(format!("exercise.rs line {number} ({}) is not in main.rs there", line.trim())),
+        None => Err("main.rs has lines the exercise lacks outside its TODO regions".to_string()),
+    };
+
+    let (first, last) = (&runs[0], &runs[runs.len() - 1]);
+    let matched = matching(first, 0);
+    if matched < first.len() {
+        return differs(first, matched);
+    }
+    let end = main.len().checked_sub(last.len()).filter(|&end| end >= first.len());
+    let Some(end) = end else { return differs(last, 0) };
+    let matched = matching(last, end);
+    if matched < last.len() {
+        return differs(last, matched);
+    }
+    let mut cursor = first.len();
+    for run in &runs[1..runs.len() - 1] {
+        let fits = |at: &usize| at + run.len() <= end && matching(run, *at) == run.len();
+        match (cursor..=end).find(fits) {
+            Some(at) => cursor = at + run.len(),
+            None => {
+                let best = (cursor..=end).map(|at| matching(run, at)).max().unwrap_or(0);
+                return differs(run, best);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn exercise_matches_its_chapter(name: &str) {
+    let chapter = chapters::find(name).unwrap();
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (exercise, main) = (read(&chapter.exercise_path()), read(&chapter.solution_path()));
+    assert!(!main.contains("// TODO") && !main.contains("todo!("), "{}/main.rs has a TODO left", chapter.name);
+    if let Err(problem) = same_outside_todos(&exercise, &main) {
+        panic!(
+            "{}: the exercise must be main.rs with only its TODO regions changed, but {problem}.\n\
+             A change to main.rs goes into exercise.rs too.",
+            chapter.name
+        );
+    }
+}
+
+/// Three tests per chapter, so `cargo test ch03` runs that chapter's.
+macro_rules! exercise_tests {
+    ($($module:ident => $name:literal),* $(,)?) => {
+        $(
+            mod $module {
+                #[test]
+                fn the_exercise_is_unsolved() {
+                    super::exercise_is_unsolved($name, env!(concat!("CARGO_BIN_EXE_", $name, "-exercise")));
+                }
+
+                #[test]
+                fn the_chapter_passes_the_check() {
+                    super::chapter_passes($name, env!(concat!("CARGO_BIN_EXE_", $name)));
+                }
+
+                #[test]
+                fn the_exercise_is_the_chapter_outside_its_todos() {
+                    super::exercise_matches_its_chapter($name);
+                }
+            }
+        )*
+
+        /// The modules above, `chapters::CHAPTERS` and the exercise binaries in
+        /// Cargo.toml name the same chapters.
+        #[test]
+        fn every_chapter_has_an_exercise() {
+            let tested: Vec<&str> = vec![$($name),*];
+            let listed: Vec<&str> = CHAPTERS.iter().map(|c| c.name).collect();
+            assert_eq!(tested, listed, "the list in tests/exercises.rs and chapters::CHAPTERS differ");
+            let manifest = std::fs::read_to_string(chapters::workbook_root().join("Cargo.toml")).unwrap();
+            let binaries: Vec<String> = manifest
+                .lines()
+                .filter_map(|line| line.trim().strip_prefix("name = \""))
+                .filter_map(|rest| rest.strip_suffix("\""))
+                .filter(|name| name.ends_with("-exercise"))
+                .map(str::to_string)
+                .collect();
+            let expected: Vec<String> = CHAPTERS.iter().map(|c| c.exercise_binary()).collect();
+            assert_eq!(binaries, expected, "the exercise [[bin]]s in Cargo.toml and chapters::CHAPTERS differ");
+            for chapter in CHAPTERS {
+                let path = format!("path = \"chapters/{}/exercise.rs\"", chapter.name);
+                assert!(manifest.contains(&path), "Cargo.toml has no [[bin]] with {path}");
+            }
+        }
+    };
+}
+
+exercise_tests! {
+    ch01_envelope => "ch01-envelope",
+    ch02_handshake => "ch02-handshake",
+    ch03_tools_list => "ch03-tools-list",
+    ch04_tools_call => "ch04-tools-call",
+    ch05_errors => "ch05-errors",
+    ch06_structured_output => "ch06-structured-output",
+    ch07_hardening => "ch07-hardening",
+    ch08_stateless => "ch08-stateless",
+    ch09_stdio => "ch09-stdio",
+    ch10_starter => "ch10-starter",
+}
+
+/// The check prints a hint for every exchange a learner gets wrong.
+#[test]
+fn every_exchange_has_a_hint() {
+    let mut missing = Vec::new();
+    for chapter in CHAPTERS {
+        let transcript = transcript_of(chapter);
+        let http = transcript.exchanges.iter().map(|e| (&e.hint, e.line, &e.title));
+        let stdio = transcript.stdio.iter().map(|e| (&e.hint, e.line, &e.title));
+        for (_, line, title) in http.chain(stdio).filter(|(hint, _, _)| hint.is_none()) {
+            missing.push(format!("{}/transcript.md line {line}: {title}", chapter.name));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "exchanges without a `<!-- hint: ... -->` line (see src/transcript.rs):\n{}",
+        missing.join("\n")
+    );
+}
+
+/// A Windows checkout without developer mode turns a symbolic link into a small text
+/// file, and the room's first hour goes to that. The workbook tracks none; keep it so.
+/// (Installed tools, such as `tests/interop/.venv`, may hold links: they are not tracked.)
+#[test]
+fn the_workbook_tracks_no_symlinks() {
+    let Ok(output) =
+        std::process::Command::new("git").args(["ls-files", "--stage"]).current_dir(chapters::workbook_root()).output()
+    else {
+        return; // no git: not a checkout, nothing to check
+    };
+    let links: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| line.starts_with("120000 "))
+        .map(|line| line.split('\t').nth(1).unwrap_or(line).to_string())
+        .collect();
+    assert!(links.is_empty(), "tracked symbolic links (replace each with the file itself): {links:?}");
+}
+
+#[test]
+fn the_todo_matcher_catches_drift() {
+    let main = "fn a() {\n    1\n}\n\nfn b() {\n    2\n}\n";
+    let exercise = "// TODO(exercise): intro\n// END TODO\nfn a() {\n    // TODO: one\n    todo!()\n    // END TODO\n}\n\nfn b() {\n    2\n}\n";
+    assert_eq!(same_outside_todos(exercise, main), Ok(()));
+    // A line changed outside the regions is drift.
+    let drifted = exercise.replace("    2", "    3");
+    assert_eq!(same_outside_todos(&drifted, main), Err("exercise.rs line 10 (3) is not in main.rs there".into()));
+    // So is a line the chapter has and the exercise lost outside its regions.
+    assert!(same_outside_todos(exercise, &main.replace("fn b() {", "fn b() {\n    0;")).is_err());
+    // An unclosed region, and an exercise with no region, are mistakes too.
+    assert!(same_outside_todos("// TODO: x\nfn a() {}\n", "fn a() {}\n").is_err());
+    assert!(same_outside_todos(main, main).is_err());
+}
