@@ -643,8 +643,8 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=10, help="seconds per measured load (default 10)")
     parser.add_argument("--warmup", type=int, default=2, help="seconds of unmeasured load after start (default 2)")
     parser.add_argument("--concurrency", default="1,16,64", help="client counts (default 1,16,64)")
-    parser.add_argument("--build-runs", type=int, default=1,
-                        help="cold builds per Rust server (default 1; 0 = warm build, not timed)")
+    parser.add_argument("--build-runs", type=int, default=3,
+                        help="cold builds per Rust server (default 3; 0 = warm build, not timed)")
     parser.add_argument("--workers", type=int, default=None,
                         help="--workers for the starter and the ceiling (default: the starter's own default)")
     parser.add_argument("--no-pin", action="store_true",
