@@ -1,30 +1,34 @@
-//! The base every chapter stands on: a synchronous HTTP loop on `tiny_http`.
+//! The base every chapter stands on: a small synchronous HTTP/1.1 server.
 //!
-//! It does three things and nothing else:
-//! 1. listens, and prints the URL it really listens on (port 0 picks a free port);
-//! 2. turns each `tiny_http` request into a plain [`Request`] value (method, path,
-//!    headers, body), refusing a body over the size limit before reading it;
-//! 3. hands that value to the chapter's handler, a pure function, and writes the
-//!    [`Response`] value it returns back to the socket.
+//! Each client connection gets a thread of its own, the **door** (at most
+//! [`Config::max_connections`] at once). For every request on the connection, the door:
+//! 1. reads the head and the body, strictly (RFC 9112) and within a deadline, and
+//!    refuses what is malformed, ambiguous or too large before anything else sees it;
+//! 2. turns the request into a plain [`Request`] value and calls the chapter's handler,
+//!    a pure function, while it holds one of [`Config::workers`] turns;
+//! 3. has `tiny_http` write the [`Response`] value the handler returns (status line,
+//!    `Date`, `Content-Length`, no body for `HEAD`), and sends it.
 //!
-//! One wrinkle: `tiny_http` 0.12 cannot drop a request whose body it has not read
-//! without first reading the rest, into a buffer the size the client declared. A
-//! request that declares 100 GB would abort the process. So a small door (see
-//! [`door`]) stands in front of `tiny_http`: it reads each request's headers itself,
-//! answers `413` to a declared length over the limit without reading the body, and
-//! passes every other request through.
+//! The door is the one reader of the bytes a client sends. The base used to hand the
+//! connection to `tiny_http`'s server behind a door that read the headers too; where
+//! the two read the same bytes differently, one request became two (request
+//! smuggling), and `tiny_http` also read an unread body into a buffer the size the
+//! client declared (100 GB aborted the process). The book's page on the base tells
+//! the whole story.
 //!
 //! All MCP knowledge lives in the chapters. This file depends on nothing but the
 //! standard library and `tiny_http`, so the starter (chapter 10) can carry a copy of it
 //! into a crate of your own.
 
 // ANCHOR: types
+use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// An HTTP request, as the chapter's handler sees it: plain data, no socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,11 +44,14 @@ pub struct Request {
 }
 
 /// An HTTP response, as the chapter's handler returns it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// A body written over time instead of `body`, see [`Response::stream`]. `None`
+    /// for an ordinary answer.
+    pub stream: Option<Stream>,
 }
 // ANCHOR_END: types
 
@@ -58,7 +65,7 @@ impl Request {
 impl Response {
     /// A response with no body: `202 Accepted` for a notification, for instance.
     pub fn empty(status: u16) -> Response {
-        Response { status, headers: Vec::new(), body: Vec::new() }
+        Response { status, headers: Vec::new(), body: Vec::new(), stream: None }
     }
 
     /// A response whose body is `body`, labelled `Content-Type: application/json`.
@@ -75,24 +82,63 @@ impl Response {
         self.body = body;
         self
     }
+
+    // ANCHOR: stream
+    /// A response whose body `write` produces over time, such as a `text/event-stream`
+    /// of progress events: each [`BodyWriter::send`] reaches the client at once, not
+    /// when the body is complete. `write` runs after the handler has returned, without
+    /// holding a worker's turn, so a long stream does not keep other requests waiting.
+    pub fn stream(status: u16, content_type: &str, write: impl FnOnce(&mut BodyWriter) + Send + 'static) -> Response {
+        let response = Response::empty(status).with_header("Content-Type", content_type);
+        Response { stream: Some(Stream(Box::new(write))), ..response }
+    }
+    // ANCHOR_END: stream
 }
 
-/// How the loop runs. Chapters before 5 use the defaults.
+/// The function that writes a streamed body (see [`Response::stream`]).
+pub struct Stream(Box<dyn FnOnce(&mut BodyWriter) + Send>);
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("Stream(..)")
+    }
+}
+
+// ANCHOR: config
+/// How the server runs. Chapters before 5 use the defaults.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// How many threads call the handler. One is enough to learn with; chapter 7
-    /// makes it a flag so one slow client cannot stall the others.
+    /// How many requests the handler may work on at once. One is enough to learn
+    /// with; chapter 7 makes it a flag so that one slow call does not make every other
+    /// request wait.
     pub workers: usize,
-    /// The largest body the loop will read. A larger one is answered `413` before a
+    /// The largest body the door will read. A larger one is answered `413` before a
     /// byte of it is read, so a client cannot make the server hold gigabytes.
     pub max_body_bytes: usize,
+    /// How many client connections may be open at once. Each costs a thread and a file
+    /// descriptor; a connection past the cap is answered `503` and closed, so a flood
+    /// of idle connections cannot use up the process's files (1024 on many systems).
+    pub max_connections: usize,
+    /// How long a kept-alive connection may wait for its next request.
+    pub keep_alive_timeout: Duration,
+    /// How long a whole request may take to arrive, head and body, from its first byte;
+    /// also how long an answer may take to be sent, and a request to wait for a worker.
+    /// A client that trickles a byte at a time, or never reads, is let go when it runs out.
+    pub request_timeout: Duration,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { workers: 1, max_body_bytes: 4 * 1024 * 1024 }
+        Config {
+            workers: 1,
+            max_body_bytes: 4 * 1024 * 1024,
+            max_connections: 256,
+            keep_alive_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(30),
+        }
     }
 }
+// ANCHOR_END: config
 
 // ANCHOR: serve
 /// Listen on `bind` and answer every request with `handler`, forever.
@@ -103,278 +149,809 @@ pub fn serve<H>(bind: &str, config: Config, handler: H) -> io::Result<()>
 where
     H: Fn(&Request) -> Response + Send + Sync + 'static,
 {
-    // Clients connect to the door; `tiny_http` listens behind it, on a loopback port
-    // of its own.
     let listener = TcpListener::bind(bind)?;
-    let server = tiny_http::Server::http("127.0.0.1:0").map_err(io::Error::other)?;
-    let inner = server.server_addr().to_ip().expect("a TCP address");
     println!("listening on http://{}/mcp", listener.local_addr()?);
-    let limit = config.max_body_bytes;
-    thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            thread::spawn(move || door(client, inner, limit));
-        }
-    });
-
-    let server = Arc::new(server);
-    let handler = Arc::new(handler);
-    let workers: Vec<_> = (0..config.workers.max(1))
-        .map(|_| {
-            let (server, handler, config) = (server.clone(), handler.clone(), config.clone());
-            thread::spawn(move || {
-                for request in server.incoming_requests() {
-                    answer(request, &config, handler.as_ref());
-                }
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.join().expect("worker threads do not panic");
-    }
-    Ok(())
+    serve_listener(listener, config, handler)
 }
 
-/// One request, from socket to socket: read, convert, handle, convert, write.
-fn answer<H>(mut raw: tiny_http::Request, config: &Config, handler: &H)
+/// [`serve`] on a listener that is already bound (the tests bind port 0 themselves).
+pub fn serve_listener<H>(listener: TcpListener, config: Config, handler: H) -> io::Result<()>
 where
-    H: Fn(&Request) -> Response,
+    H: Fn(&Request) -> Response + Send + Sync + 'static,
 {
-    let response = match read_request(&mut raw, config.max_body_bytes) {
-        Ok(request) => {
-            // A bug in a handler must not take the whole server down: answer 500 and
-            // go on to the next request. (Chapter 5 catches tool panics earlier, so
-            // that the client gets a JSON-RPC error with its id.)
-            catch_unwind(AssertUnwindSafe(|| handler(&request))).unwrap_or_else(|_| Response::empty(500))
+    let workers = Arc::new(Workers::new(config.workers));
+    let (config, handler) = (Arc::new(config), Arc::new(handler));
+    // Every open connection holds a slot; the count decides who is past the cap.
+    let open = Arc::new(AtomicUsize::new(0));
+    loop {
+        let client = match listener.accept() {
+            Ok((client, _)) => client,
+            // Out of file descriptors, most likely: wait for some to close, never stop.
+            Err(error) => {
+                eprintln!("http: accept failed ({error}); retrying");
+                thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        let slot = Slot::take(&open);
+        if slot.count > config.max_connections + REFUSING_AT_ONCE {
+            continue; // so far past the cap that even a 503 costs too much: close
         }
-        Err(BodyError::TooLarge) => too_large(config.max_body_bytes),
-        Err(BodyError::Io) => return, // the client went away mid-body: nobody to answer
-    };
-    let _ = raw.respond(to_tiny_http(response)); // a client that hung up is not an error
+        let (workers, config, handler) = (workers.clone(), config.clone(), handler.clone());
+        let spawned = thread::Builder::new().name("door".into()).spawn(move || {
+            if slot.count > config.max_connections {
+                refuse(&client, Refusal::new(503, "Service Unavailable: too many connections; try again shortly"));
+            } else {
+                door(&client, &config, &workers, handler.as_ref());
+            }
+            drop(slot);
+        });
+        // The system refused a thread: the connection closes (it was moved into the
+        // closure, dropped unrun) and the server goes on.
+        if let Err(error) = spawned {
+            eprintln!("http: no thread for a new connection ({error}); closed it");
+        }
+    }
 }
 // ANCHOR_END: serve
 
-enum BodyError {
-    TooLarge,
-    Io,
+/// How many connections past the cap still get a proper `503` (each on a thread that
+/// lives a second or two); beyond them a new connection is closed at once.
+const REFUSING_AT_ONCE: usize = 16;
+
+/// One open client connection, counted while it lives.
+struct Slot {
+    open: Arc<AtomicUsize>,
+    /// How many connections were open with this one, itself included.
+    count: usize,
 }
 
-// ANCHOR: read_request
-/// Convert `tiny_http`'s request into ours, reading at most `limit` body bytes.
-fn read_request(raw: &mut tiny_http::Request, limit: usize) -> Result<Request, BodyError> {
-    // A declared length over the limit is refused before reading (and before
-    // `tiny_http` sends `100 Continue` to a client that asked for it).
-    if raw.body_length().is_some_and(|length| length > limit) {
-        return Err(BodyError::TooLarge);
+impl Slot {
+    fn take(open: &Arc<AtomicUsize>) -> Slot {
+        Slot { open: open.clone(), count: open.fetch_add(1, Ordering::Relaxed) + 1 }
     }
-    let mut body = Vec::new();
-    // A chunked body has no declared length: read one byte past the limit to tell.
-    raw.as_reader().take(limit as u64 + 1).read_to_end(&mut body).map_err(|_| BodyError::Io)?;
-    if body.len() > limit {
-        return Err(BodyError::TooLarge);
-    }
-    let url = raw.url();
-    Ok(Request {
-        method: raw.method().as_str().to_string(),
-        path: url.split('?').next().unwrap_or(url).to_string(),
-        headers: raw
-            .headers()
-            .iter()
-            .map(|h| (h.field.as_str().as_str().to_string(), h.value.as_str().to_string()))
-            .collect(),
-        body,
-    })
 }
-// ANCHOR_END: read_request
 
-/// The `413` answer. Its body is a JSON-RPC error like every other error the server
-/// sends, with `"id": null` because the request was never read.
-fn too_large(limit: usize) -> Response {
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":"Request body larger than {limit} bytes"}}}}"#
-    );
-    // `Connection: close`: the unread rest of the body must not be taken for the
-    // next request on this connection.
-    Response::json(413, body).with_header("Connection", "close")
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+    }
 }
+
+/// The handler's turns: at most `Config::workers` requests are in it at once.
+struct Workers {
+    busy: Mutex<usize>,
+    freed: Condvar,
+    count: usize,
+}
+
+impl Workers {
+    fn new(count: usize) -> Workers {
+        Workers { busy: Mutex::new(0), freed: Condvar::new(), count: count.max(1) }
+    }
+
+    /// Run `work` on this thread once a turn is free, or give up at `deadline`.
+    fn run<T>(&self, deadline: Instant, work: impl FnOnce() -> T) -> Option<T> {
+        let mut busy = self.busy.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        while *busy == self.count {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            busy = self.freed.wait_timeout(busy, left).unwrap_or_else(|poisoned| poisoned.into_inner()).0;
+        }
+        *busy += 1;
+        drop(busy);
+        let result = work();
+        *self.busy.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) -= 1;
+        self.freed.notify_one();
+        Some(result)
+    }
+}
+
+// ===========================================================================
+// The door: one client connection, request after request.
+// ===========================================================================
 
 // ANCHOR: door
-/// One client connection, in front of `tiny_http`. For each request on it: read the
-/// headers; if they declare a body over `limit`, answer `413` and close without
-/// reading it; otherwise pass the request to `tiny_http` and its response back, and
-/// wait for the client's next request on the same connection (keep-alive).
-fn door(client: TcpStream, inner: SocketAddr, limit: usize) {
-    // A client that falls silent halfway through a request (or between two) is let go.
-    let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
-    let Ok(reader) = client.try_clone() else { return };
-    let mut from_client = BufReader::new(reader);
-    let mut to_client = client;
-    let Ok(mut to_inner) = TcpStream::connect(inner) else { return };
-    let Ok(reader) = to_inner.try_clone() else { return };
-    let mut from_inner = BufReader::new(reader);
-    // Send every write at once. The door writes a head and then a body; with Nagle's
-    // algorithm on, the body waits for the peer to acknowledge the head, and the peer
-    // delays that acknowledgement (up to 40 ms) hoping to piggyback it on an answer.
-    let _ = to_client.set_nodelay(true);
-    let _ = to_inner.set_nodelay(true);
-
-    while let Some(head) = read_head(&mut from_client) {
-        let length = declared_length(&head);
-        if length.is_some_and(|length| length > limit) {
-            let _ = to_client.write_all(&raw_response(&too_large(limit)));
-            // Closing ends the body unread. Shutting down our side first lets the
-            // client read the whole answer before it sees the close.
-            let _ = to_client.shutdown(Shutdown::Write);
-            return;
-        }
-        let Some(length) = length.or_else(|| (!is_chunked(&head)).then_some(0)) else {
-            // A chunked body has no declared end: relay it, and this one response,
-            // then close, so the door never has to decode chunks.
-            return relay_to_the_end(&head, from_client, to_client, to_inner, from_inner);
+/// One client connection. For each request on it: read it whole (head, then body) or
+/// refuse it, let the handler answer it, send the answer; then wait for the client's
+/// next request on the same connection (keep-alive).
+fn door<H>(client: &TcpStream, config: &Config, workers: &Workers, handler: &H)
+where
+    H: Fn(&Request) -> Response,
+{
+    // Send every write at once: with Nagle's algorithm on, a second write waits for the
+    // peer to acknowledge the first, and the peer delays that (up to 40 ms).
+    let _ = client.set_nodelay(true);
+    let _ = client.set_write_timeout(Some(config.request_timeout));
+    let mut from_client = BufReader::new(ClientReader::new(client, config.keep_alive_timeout));
+    loop {
+        let (head, body) = match next_request(&mut from_client, client, config) {
+            Ok(Some(request)) => request,
+            Ok(None) => return, // the client closed, or stayed idle too long
+            Err(refusal) => return refuse(client, refusal),
         };
-        // A client that asked to hear `100 Continue` before sending a body hears it
-        // from the door, which has just checked the length itself.
-        let head = if header_in(&String::from_utf8_lossy(&head), "expect").is_some() {
-            let _ = to_client.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
-            replace_header(&head, "expect", None)
-        } else {
-            head
+        let request = Request {
+            method: head.method.clone(),
+            path: head.target.split('?').next().unwrap_or_default().to_string(),
+            headers: head.headers.clone(),
+            body,
         };
-        // The request, then exactly its body, then exactly the response's.
-        let forwarded = to_inner.write_all(&head).is_ok()
-            && io::copy(&mut (&mut from_client).take(length as u64), &mut to_inner).is_ok_and(|n| n == length as u64);
-        if !forwarded || !pass_response(&mut from_inner, &mut to_client) {
-            return;
-        }
-        if says_close(&head) {
+        // A bug in a handler must not take the whole server down: answer 500 and go on
+        // to the next request. (Chapter 5 catches tool panics earlier, so that the
+        // client gets a JSON-RPC error with its id.)
+        let call = || catch_unwind(AssertUnwindSafe(|| handler(&request))).unwrap_or_else(|_| Response::empty(500));
+        let Some(response) = workers.run(Instant::now() + config.request_timeout, call) else {
+            return refuse(client, Refusal::new(503, "Service Unavailable: every worker is busy; try again shortly"));
+        };
+        if !send_answer(client, &head, response, config.request_timeout) || head.close {
             return;
         }
     }
 }
 
-/// Copy one response from `tiny_http` to the client. `false` when either side is
-/// gone, or when the response closes the connection.
-fn pass_response(from_inner: &mut BufReader<TcpStream>, to_client: &mut TcpStream) -> bool {
-    let Some(head) = read_head(from_inner) else { return false };
-    // `to_tiny_http` makes every response declare its length.
-    let length = declared_length(&head).unwrap_or(0) as u64;
-    to_client.write_all(&head).is_ok()
-        && io::copy(&mut from_inner.take(length), to_client).is_ok_and(|n| n == length)
-        && !says_close(&head)
+/// Read the next request whole, within `config.request_timeout` of its first byte.
+/// `Ok(None)`: the connection ended (or idled out) between requests, nothing to answer.
+fn next_request(
+    from_client: &mut BufReader<ClientReader>,
+    client: &TcpStream,
+    config: &Config,
+) -> Result<Option<(Head, Vec<u8>)>, Refusal> {
+    from_client.get_mut().deadline = None; // between requests: only the keep-alive timeout
+    match from_client.fill_buf() {
+        Ok([]) | Err(_) => return Ok(None),
+        Ok(_) => {}
+    }
+    from_client.get_mut().deadline = Some(Instant::now() + config.request_timeout);
+    let head = parse_head(&read_head(from_client)?)?;
+    let body = read_body(from_client, client, &head, config.max_body_bytes)?;
+    Ok(Some((head, body)))
 }
-
 // ANCHOR_END: door
 
-/// The old way, for a chunked request: one request, relayed both ways until the end.
-fn relay_to_the_end(
-    head: &[u8],
-    mut from_client: BufReader<TcpStream>,
-    mut to_client: TcpStream,
-    mut to_inner: TcpStream,
-    mut from_inner: BufReader<TcpStream>,
-) {
-    if to_inner.write_all(&replace_header(head, "connection", Some("close"))).is_err() {
-        return;
-    }
-    thread::spawn(move || {
-        let _ = io::copy(&mut from_client, &mut to_inner);
-        // The client hung up or fell silent: say so to `tiny_http`, or the worker
-        // reading this body would wait for the rest of it forever (`from_inner`
-        // keeps the socket open, so dropping `to_inner` alone does not close it).
-        let _ = to_inner.shutdown(Shutdown::Write);
-    });
-    let _ = io::copy(&mut from_inner, &mut to_client);
-    let _ = to_client.shutdown(Shutdown::Both);
+/// Reads from the client socket with a deadline: while a connection waits for its next
+/// request only the keep-alive timeout applies; once a request has begun, all of it
+/// must arrive by its deadline, so a head trickled a byte at a time is cut off
+/// (slowloris) however patient each single read is.
+struct ClientReader<'a> {
+    socket: &'a TcpStream,
+    keep_alive: Duration,
+    deadline: Option<Instant>,
+    /// The read timeout the socket has now, so that it is set only when it changes.
+    timeout: Option<Duration>,
 }
 
-/// Read up to and including the blank line that ends an HTTP head. `None` if the
-/// connection ends first or the head is unreasonably long (64 KiB).
-fn read_head(reader: &mut impl BufRead) -> Option<Vec<u8>> {
-    let mut head = Vec::new();
-    loop {
-        let read = reader.by_ref().take(64 * 1024).read_until(b'\n', &mut head).ok()?;
-        if read == 0 || head.len() >= 64 * 1024 {
-            return None;
+impl<'a> ClientReader<'a> {
+    fn new(socket: &'a TcpStream, keep_alive: Duration) -> ClientReader<'a> {
+        ClientReader { socket, keep_alive, deadline: None, timeout: None }
+    }
+}
+
+impl Read for ClientReader<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        let timeout = match self.deadline {
+            None => self.keep_alive,
+            Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+        };
+        if timeout.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
         }
-        if head.ends_with(b"\r\n\r\n") {
-            return Some(head);
+        if self.timeout != Some(timeout) {
+            self.socket.set_read_timeout(Some(timeout))?;
+            self.timeout = Some(timeout);
+        }
+        let mut socket = self.socket;
+        socket.read(buffer)
+    }
+}
+
+/// A refusal: the status, and the reason in words, for the JSON-RPC error the body
+/// carries. Every refusal closes the connection: after a request the door could not
+/// read, it cannot know where the next one would begin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The status to answer with; 0 when there is nobody left to answer.
+    pub status: u16,
+    pub message: String,
+}
+
+impl Refusal {
+    fn new(status: u16, message: &str) -> Refusal {
+        Refusal { status, message: message.to_string() }
+    }
+
+    fn bad(problem: &str) -> Refusal {
+        Refusal::new(400, &format!("Bad Request: {problem}"))
+    }
+
+    /// The refusal for a failed read of the client: a deadline missed is `408`; a
+    /// client that went away hears nothing (there is nobody to hear it).
+    fn from_io(error: io::Error) -> Refusal {
+        match error.kind() {
+            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+                Refusal::new(408, "Request Timeout: the request did not arrive in time")
+            }
+            _ => Refusal::new(0, "the client went away"),
         }
     }
 }
 
-/// The `Content-Length` a request head declares, if any (and if it is a number).
-fn declared_length(head: &[u8]) -> Option<usize> {
-    header_in(&String::from_utf8_lossy(head), "content-length")?.parse().ok()
+// ANCHOR: refuse
+/// Answer a refusal and close. The body is a JSON-RPC error like every other error the
+/// server sends, with `"id": null` because the request was never read.
+fn refuse(client: &TcpStream, refusal: Refusal) {
+    if refusal.status != 0 {
+        let message = refusal.message.replace('\\', "\\\\").replace('"', "\\\"");
+        let body = format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":"{message}"}}}}"#);
+        let head = format!(
+            "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            refusal.status,
+            reason(refusal.status),
+            body.len()
+        );
+        let _ = (&*client).write_all(format!("{head}{body}").as_bytes());
+    }
+    close_gently(client);
 }
 
-/// The value of header `name` in an HTTP head, if present.
-fn header_in<'a>(head: &'a str, name: &str) -> Option<&'a str> {
-    head.lines().skip(1).find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        key.trim().eq_ignore_ascii_case(name).then_some(value.trim())
-    })
-}
-
-fn is_chunked(head: &[u8]) -> bool {
-    header_in(&String::from_utf8_lossy(head), "transfer-encoding").is_some()
-}
-
-/// Whether a request or response ends its connection: `Connection: close`, or
-/// HTTP/1.0 without `Connection: keep-alive`.
-fn says_close(head: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(head);
-    match header_in(&text, "connection") {
-        Some(value) => value.eq_ignore_ascii_case("close"),
-        None => text.lines().next().is_some_and(|line| line.contains("HTTP/1.0")),
+/// Close a connection whose client may still be sending (RFC 9112, section 9.6): stop
+/// writing, then read and drop what arrives for a moment before closing. Closed with
+/// unread data, the connection would be reset, and a client still sending its body
+/// (most HTTP libraries send it all before they read) would see the reset, not the answer.
+fn close_gently(client: &TcpStream) {
+    let _ = client.shutdown(Shutdown::Write);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut dropped = 0;
+    let mut buffer = [0; 16 * 1024];
+    while dropped < 64 * 1024 * 1024 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || client.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match (&*client).read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => dropped += read,
+        }
     }
 }
-
-/// The same head without header `name`, and with `name: value` added when given.
-fn replace_header(head: &[u8], name: &str, value: Option<&str>) -> Vec<u8> {
-    let text = String::from_utf8_lossy(head);
-    let mut lines: Vec<String> = text
-        .split("\r\n")
-        .filter(|line| !line.is_empty())
-        .filter(|line| !line.split(':').next().unwrap_or("").trim().eq_ignore_ascii_case(name))
-        .map(str::to_string)
-        .collect();
-    lines.extend(value.map(|value| format!("{name}: {value}")));
-    format!("{}\r\n\r\n", lines.join("\r\n")).into_bytes()
-}
-
-/// A [`Response`] as bytes on the wire, for the door's own answers.
-fn raw_response(response: &Response) -> Vec<u8> {
-    let mut raw = format!("HTTP/1.1 {} {}\r\n", response.status, reason(response.status)).into_bytes();
-    for (name, value) in &response.headers {
-        raw.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
-    }
-    raw.extend_from_slice(format!("Content-Length: {}\r\n\r\n", response.body.len()).as_bytes());
-    raw.extend_from_slice(&response.body);
-    raw
-}
+// ANCHOR_END: refuse
 
 fn reason(status: u16) -> &'static str {
     match status {
-        413 => "Content Too Large",
-        _ => "",
+        413 => "Content Too Large", // RFC 9110's name; tiny_http has the older one
+        _ => tiny_http::StatusCode(status).default_reason_phrase(),
     }
 }
 
-fn to_tiny_http(response: Response) -> tiny_http::Response<io::Cursor<Vec<u8>>> {
-    let length = response.body.len();
-    let mut converted = tiny_http::Response::new(
-        tiny_http::StatusCode(response.status),
-        Vec::new(),
-        io::Cursor::new(response.body),
-        Some(length),
-        None,
-    )
-    // Always `Content-Length`, never chunked: the door relies on it to find where a
-    // response ends.
-    .with_chunked_threshold(usize::MAX);
-    for (name, value) in &response.headers {
-        let header = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
-            .expect("handlers write ASCII header names and values");
-        converted.add_header(header);
+// ===========================================================================
+// Reading a request: the one reading that counts (RFC 9112).
+// ===========================================================================
+
+/// The most a request head may take, request line and headers together, and the most
+/// header lines in it. Past either: `431`.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_HEADERS: usize = 100;
+
+/// Read up to and including the empty line that ends a head. Empty lines before the
+/// request line are skipped (RFC 9112, section 2.2). The bytes are returned as sent:
+/// [`parse_head`] decides whether they are a head.
+fn read_head(from_client: &mut impl BufRead) -> Result<Vec<u8>, Refusal> {
+    let mut head = Vec::new();
+    loop {
+        let budget = (MAX_HEAD_BYTES + 1).saturating_sub(head.len()) as u64;
+        let start = head.len();
+        let read = from_client.take(budget).read_until(b'\n', &mut head).map_err(Refusal::from_io)?;
+        let line = &head[start..];
+        if read == 0 {
+            return Err(Refusal::new(0, "the client went away mid-head"));
+        }
+        if head.len() > MAX_HEAD_BYTES {
+            return Err(Refusal::new(431, "Request Header Fields Too Large: the head is over 64 KiB"));
+        }
+        if line == b"\r\n" && start == 0 {
+            head.clear(); // an empty line before the request line
+        } else if line == b"\r\n" || !line.ends_with(b"\r\n") {
+            // The end of the head, or a line that does not end in CRLF, which
+            // `parse_head` refuses: no need to wait for more.
+            return Ok(head);
+        }
     }
-    converted
 }
+
+// ANCHOR: head
+/// A request head, as the door reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub method: String,
+    /// The request target in origin form, `/mcp?x=1` (or `*`, for `OPTIONS *`).
+    pub target: String,
+    /// `HTTP/1.0`, rather than `HTTP/1.1`.
+    pub http_1_0: bool,
+    /// The headers passed on, in the order received: everything but the ones about this
+    /// connection or this message's framing, which the door handles itself.
+    pub headers: Vec<(String, String)>,
+    pub body: Framing,
+    /// The client asked to close after this request.
+    pub close: bool,
+    /// The client waits for `100 Continue` before it sends the body.
+    pub expects_continue: bool,
+}
+
+/// How a request says where its body ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Neither `Content-Length` nor `Transfer-Encoding`: no body.
+    Empty,
+    /// `Content-Length: N` (more than fits in memory saturates; it is too large anyway).
+    Length(u64),
+    /// `Transfer-Encoding: chunked`: chunks, each with its size, then an empty one.
+    Chunked,
+}
+
+/// Headers that describe this connection or this message's framing, not the request:
+/// the door acts on them and does not pass them on (RFC 9110, section 7.6.1).
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+    "content-length",
+];
+
+/// Read a request head strictly, or refuse it. Where two readers of the same bytes could
+/// disagree (a bare CR or LF, two lengths, a length and chunks), the door does not guess:
+/// a request one server reads as two is how one user's request gets another's answer
+/// (request smuggling).
+pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
+    let lines = crlf_lines(raw)?;
+    let (request_line, field_lines) = lines.split_first().ok_or_else(|| Refusal::bad("no request line"))?;
+    if field_lines.len() > MAX_HEADERS {
+        return Err(Refusal::new(431, "Request Header Fields Too Large: more than 100 headers"));
+    }
+    let (method, target, http_1_0) = parse_request_line(request_line)?;
+    let mut fields = Vec::with_capacity(field_lines.len());
+    for line in field_lines {
+        fields.push(parse_field(line)?);
+    }
+    let values = |name: &'static str| fields.iter().filter(move |(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, v)| v);
+
+    let lengths: Vec<&String> = values("content-length").collect();
+    let codings: Vec<&String> = values("transfer-encoding").collect();
+    let body = match (lengths.as_slice(), codings.as_slice()) {
+        ([], []) => Framing::Empty,
+        ([length], []) => Framing::Length(parse_length(length)?),
+        ([], [coding]) if http_1_0 => return Err(Refusal::bad(&format!("HTTP/1.0 has no Transfer-Encoding ({coding})"))),
+        ([], [coding]) if coding.eq_ignore_ascii_case("chunked") => Framing::Chunked,
+        ([], [_]) => {
+            return Err(Refusal::new(501, "Not Implemented: the only Transfer-Encoding this server reads is chunked"));
+        }
+        ([_], [_]) => return Err(Refusal::bad("both Content-Length and Transfer-Encoding: which one ends the body?")),
+        (_, _) => return Err(Refusal::bad("Content-Length or Transfer-Encoding given more than once")),
+    };
+
+    // HTTP/1.1 requires exactly one Host; HTTP/1.0 allows none (RFC 9112, section 3.2).
+    let hosts = values("host").count();
+    if hosts > 1 || (hosts == 0 && !http_1_0) {
+        return Err(Refusal::bad("a request needs exactly one Host header"));
+    }
+    let expects_continue = match values("expect").next() {
+        None => false,
+        Some(value) if value.eq_ignore_ascii_case("100-continue") => true,
+        Some(_) => return Err(Refusal::new(417, "Expectation Failed: only 100-continue is understood")),
+    };
+    let options: Vec<String> =
+        values("connection").flat_map(|value| value.split(',')).map(|o| o.trim().to_ascii_lowercase()).collect();
+    let close = options.iter().any(|o| o == "close") || (http_1_0 && !options.iter().any(|o| o == "keep-alive"));
+
+    // A target in absolute form names the host itself, and wins over Host (RFC 9112, 3.2.2).
+    let (target, authority) = split_target(&target, &method)?;
+    let headers = fields
+        .into_iter()
+        .filter(|(name, _)| {
+            let name = name.to_ascii_lowercase();
+            !HOP_BY_HOP.contains(&name.as_str()) && !options.contains(&name)
+        })
+        .map(|(name, value)| match &authority {
+            Some(authority) if name.eq_ignore_ascii_case("host") => (name, authority.clone()),
+            _ => (name, value),
+        })
+        .collect();
+    Ok(Head { method, target, http_1_0, headers, body, close, expects_continue })
+}
+// ANCHOR_END: head
+
+/// The lines of a head, without their line ends. Every line ends in CRLF, and no other
+/// CR or LF appears: RFC 9112 (section 2.2) lets a server read a bare LF as a line end,
+/// but a proxy in front of it may not, and then the two read different headers.
+fn crlf_lines(raw: &[u8]) -> Result<Vec<&[u8]>, Refusal> {
+    let bare = || Refusal::bad("a bare CR or LF in the head; lines end in CRLF");
+    let Some(text) = raw.strip_suffix(b"\r\n\r\n") else {
+        // `read_head` stops early at a line that does not end in CRLF.
+        return Err(if raw.contains(&b'\n') { bare() } else { Refusal::bad("the head does not end") });
+    };
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for end in 0..text.len() {
+        if text[end..].starts_with(b"\r\n") {
+            lines.push(&text[start..end]);
+            start = end + 2;
+        }
+    }
+    lines.push(&text[start..]);
+    if lines.iter().any(|line| line.contains(&b'\r') || line.contains(&b'\n')) {
+        return Err(bare());
+    }
+    Ok(lines)
+}
+
+/// `POST /mcp HTTP/1.1`: a method (a token), one space, a target (visible ASCII), one
+/// space, the version. Only HTTP/1.0 and HTTP/1.1 are spoken here.
+fn parse_request_line(line: &[u8]) -> Result<(String, String, bool), Refusal> {
+    let mut parts = line.split(|&byte| byte == b' ');
+    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(Refusal::bad("the request line is not METHOD TARGET VERSION"));
+    };
+    if method.is_empty() || !method.iter().all(|&byte| is_token(byte)) {
+        return Err(Refusal::bad("the method is not a token"));
+    }
+    if target.is_empty() || !target.iter().all(|&byte| (b'!'..=b'~').contains(&byte)) {
+        return Err(Refusal::bad("the request target is not visible ASCII"));
+    }
+    let http_1_0 = match version {
+        b"HTTP/1.1" => false,
+        b"HTTP/1.0" => true,
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() => {
+            return Err(Refusal::new(505, "HTTP Version Not Supported: this server speaks HTTP/1.1 and HTTP/1.0"));
+        }
+        _ => return Err(Refusal::bad("the version is not HTTP/1.1")),
+    };
+    // Both checked to be ASCII above.
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    Ok((text(method), text(target), http_1_0))
+}
+
+/// `Name: value`. No space before the colon, no line folding (a line that begins with
+/// a space), and values of visible ASCII, spaces and tabs (RFC 9112, section 5).
+fn parse_field(line: &[u8]) -> Result<(String, String), Refusal> {
+    if line.first().is_some_and(|&byte| byte == b' ' || byte == b'\t') {
+        return Err(Refusal::bad("a folded header line (one that begins with a space)"));
+    }
+    let colon = line.iter().position(|&byte| byte == b':').ok_or_else(|| Refusal::bad("a header line without a colon"))?;
+    let (name, value) = (&line[..colon], &line[colon + 1..]);
+    if name.is_empty() || !name.iter().all(|&byte| is_token(byte)) {
+        return Err(Refusal::bad("a header name is not a token (a space before the colon?)"));
+    }
+    let value = value.trim_ascii();
+    if !value.iter().all(|&byte| is_field_byte(byte)) {
+        return Err(Refusal::bad("a header value holds a control character or a byte outside ASCII"));
+    }
+    // Both checked to be ASCII above.
+    Ok((String::from_utf8_lossy(name).into_owned(), String::from_utf8_lossy(value).into_owned()))
+}
+
+/// `Content-Length`: digits and nothing else (no sign, no list, no spaces inside).
+fn parse_length(value: &str) -> Result<u64, Refusal> {
+    if value.is_empty() || !value.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err(Refusal::bad("Content-Length is not a number"));
+    }
+    // Too many digits for a u64 is still a length: too large, and refused as such.
+    Ok(value.parse().unwrap_or(u64::MAX))
+}
+
+/// The target in origin form, and the authority an absolute-form target names. `*` only
+/// for `OPTIONS`; an authority-form target (for `CONNECT`, to proxies) is not served.
+fn split_target(target: &str, method: &str) -> Result<(String, Option<String>), Refusal> {
+    if target.starts_with('/') || (target == "*" && method == "OPTIONS") {
+        return Ok((target.to_string(), None));
+    }
+    let lowercase = target.to_ascii_lowercase();
+    let Some(rest) = ["http://", "https://"].iter().find_map(|scheme| lowercase.starts_with(scheme).then(|| &target[scheme.len()..]))
+    else {
+        return Err(Refusal::bad("the request target is not a path"));
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    if authority.is_empty() || authority.contains('@') {
+        return Err(Refusal::bad("the request target's authority is empty or holds user info"));
+    }
+    let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
+    Ok((path, Some(authority.to_string())))
+}
+
+/// A token's characters (RFC 9110, section 5.6.2): methods and header names.
+fn is_token(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+/// What a header value may hold here: visible ASCII, space and tab. RFC 9110 also
+/// allows bytes above 127 (obs-text), but `tiny_http` takes only ASCII, and a value the
+/// door cannot pass on it refuses.
+fn is_field_byte(byte: u8) -> bool {
+    byte == b'\t' || (b' '..=b'~').contains(&byte)
+}
+
+// ANCHOR: body
+/// Read the body the head announces, at most `limit` bytes of it. A declared length
+/// over the limit is refused before a byte of the body is read; a chunked body, once
+/// more than the limit has arrived.
+fn read_body(from_client: &mut impl BufRead, client: &TcpStream, head: &Head, limit: usize) -> Result<Vec<u8>, Refusal> {
+    let too_large = || Refusal::new(413, &format!("Request body larger than {limit} bytes"));
+    if let Framing::Length(length) = head.body
+        && length > limit as u64
+    {
+        return Err(too_large());
+    }
+    // A client that asked to hear `100 Continue` before sending the body hears it now
+    // that the head has passed.
+    if head.expects_continue && head.body != Framing::Empty {
+        let _ = (&*client).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    match head.body {
+        Framing::Empty => Ok(Vec::new()),
+        Framing::Length(length) => {
+            let mut body = Vec::with_capacity(length as usize);
+            from_client.take(length).read_to_end(&mut body).map_err(Refusal::from_io)?;
+            if body.len() as u64 != length {
+                return Err(Refusal::new(0, "the client went away mid-body"));
+            }
+            Ok(body)
+        }
+        Framing::Chunked => read_chunks(from_client, limit).map_err(|problem| match problem {
+            ChunkProblem::TooLarge => too_large(),
+            ChunkProblem::Malformed(what) => Refusal::bad(&format!("malformed chunked body: {what}")),
+            ChunkProblem::Io(error) => Refusal::from_io(error),
+        }),
+    }
+}
+
+enum ChunkProblem {
+    TooLarge,
+    Malformed(&'static str),
+    Io(io::Error),
+}
+
+/// Decode `Transfer-Encoding: chunked` (RFC 9112, section 7.1): `SIZE[;ext]` CRLF, SIZE
+/// bytes, CRLF, ..., then `0` CRLF, optional trailer fields (read and dropped), CRLF.
+fn read_chunks(from_client: &mut impl BufRead, limit: usize) -> Result<Vec<u8>, ChunkProblem> {
+    let mut body = Vec::new();
+    loop {
+        let line = read_short_line(from_client)?;
+        let digits = line.iter().take_while(|byte| byte.is_ascii_hexdigit()).count();
+        let (size, rest) = line.split_at(digits);
+        let extension_ok = rest.is_empty() || rest.trim_ascii_start().starts_with(b";");
+        if digits == 0 || digits > 16 || !extension_ok {
+            return Err(ChunkProblem::Malformed("a chunk size is not hexadecimal"));
+        }
+        let size = u64::from_str_radix(std::str::from_utf8(size).expect("hex digits are ASCII"), 16)
+            .map_err(|_| ChunkProblem::Malformed("a chunk size is not hexadecimal"))?;
+        if size == 0 {
+            break;
+        }
+        if body.len() as u64 + size > limit as u64 {
+            return Err(ChunkProblem::TooLarge);
+        }
+        let before = body.len();
+        from_client.take(size).read_to_end(&mut body).map_err(ChunkProblem::Io)?;
+        if (body.len() - before) as u64 != size {
+            return Err(ChunkProblem::Io(io::ErrorKind::UnexpectedEof.into()));
+        }
+        if !read_short_line(from_client)?.is_empty() {
+            return Err(ChunkProblem::Malformed("a chunk is longer than its size"));
+        }
+    }
+    // Trailer fields, up to the empty line. They are read so that the next request starts
+    // in the right place, and dropped: nothing here needs them.
+    let mut trailers = 0;
+    while !read_short_line(from_client)?.is_empty() {
+        trailers += 1;
+        if trailers > MAX_HEADERS {
+            return Err(ChunkProblem::Malformed("too many trailer fields"));
+        }
+    }
+    Ok(body)
+}
+
+/// One line of a chunked body (a size, or a trailer field), without its CRLF. Such
+/// lines are short; a long one, or one without CRLF, is malformed.
+fn read_short_line(from_client: &mut impl BufRead) -> Result<Vec<u8>, ChunkProblem> {
+    let mut line = Vec::new();
+    from_client.take(4096).read_until(b'\n', &mut line).map_err(ChunkProblem::Io)?;
+    if line.is_empty() {
+        return Err(ChunkProblem::Io(io::ErrorKind::UnexpectedEof.into()));
+    }
+    match line.strip_suffix(b"\r\n") {
+        Some(text) if !text.contains(&b'\r') && !text.contains(&b'\n') => Ok(text.to_vec()),
+        _ => Err(ChunkProblem::Malformed("a line does not end in CRLF")),
+    }
+}
+// ANCHOR_END: body
+
+// ===========================================================================
+// Sending the answer.
+// ===========================================================================
+
+// ANCHOR: answer
+/// Send the handler's answer, framed for this client. `tiny_http` writes it: the
+/// status line, `Date` and `Server`, the handler's headers, `Content-Length` and the
+/// body (none for `HEAD`, `204` or `304`). Returns whether the connection may carry
+/// another request.
+fn send_answer(client: &TcpStream, head: &Head, response: Response, timeout: Duration) -> bool {
+    let mut response = checked(response);
+    let no_body = head.method == "HEAD" || matches!(response.status, 204 | 304);
+    let stream = response.stream.take().filter(|_| !no_body);
+    let headers: Vec<tiny_http::Header> = response
+        .headers
+        .iter()
+        .filter_map(|(name, value)| tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).ok())
+        .collect();
+    let status = tiny_http::StatusCode(response.status);
+    let (body, length) = match stream {
+        // HTTP/1.1: chunks, each sent as it is written.
+        Some(stream) if !head.http_1_0 => {
+            let head_bytes = tiny_http_head(status, headers, None, head);
+            return send_stream(client, &head_bytes, stream, timeout) && !head.close;
+        }
+        // HTTP/1.0 has no chunks: the stream is collected, and sent whole when it ends.
+        Some(stream) => {
+            let mut writer = BodyWriter { client, timeout, collected: Some(Vec::new()), gone: false };
+            write_stream(stream, &mut writer);
+            let body = writer.collected.unwrap_or_default();
+            let length = body.len();
+            (body, length)
+        }
+        None => {
+            let length = response.body.len();
+            (response.body, length)
+        }
+    };
+    let mut answer = tiny_http_head(status, headers, Some(length), head);
+    if !no_body {
+        answer.extend_from_slice(&body);
+    }
+    write_by(client, &answer, timeout) && !head.close
+}
+
+/// The head of an answer, as `tiny_http` writes it: the status line, `Server` and
+/// `Date`, the headers, and the framing: `Content-Length` for a known `length`,
+/// `Transfer-Encoding: chunked` for none. `tiny_http` leaves `Connection` to its own
+/// server loop, so it is added here: `close` when the connection ends after this
+/// answer, `keep-alive` when an HTTP/1.0 client asked to keep it.
+fn tiny_http_head(
+    status: tiny_http::StatusCode,
+    headers: Vec<tiny_http::Header>,
+    length: Option<usize>,
+    request: &Head,
+) -> Vec<u8> {
+    let answer = tiny_http::Response::new(status, headers, io::empty(), length, None)
+        .with_chunked_threshold(usize::MAX); // a known length is always sent as one
+    let mut bytes = Vec::with_capacity(256 + length.unwrap_or(0));
+    // `&[]`: the request's headers (its `TE` above all) have no say in the framing.
+    // `true`: the head only; the body, if any, follows it from the caller. (A HEAD
+    // answer keeps the `Content-Length` a GET would have had.)
+    let _ = answer.raw_print(&mut bytes, tiny_http::HTTPVersion(1, 1), &[], true, None);
+    let connection: &[u8] = match (request.close, request.http_1_0) {
+        (true, _) => b"Connection: close\r\n",
+        (false, true) => b"Connection: keep-alive\r\n", // HTTP/1.0 closes unless asked not to
+        (false, false) => b"",
+    };
+    let end = bytes.len() - 2; // before the empty line that ends the head
+    bytes.splice(end..end, connection.iter().copied());
+    bytes
+}
+// ANCHOR_END: answer
+
+/// A handler's response as HTTP can carry it, or `500`: a status from 200 to 599, and
+/// headers whose names are tokens and whose values are visible ASCII (a CR or LF in a
+/// value would end the head early and make the rest a body of its own: response
+/// splitting). The base frames the body itself, so a handler's framing headers go.
+fn checked(mut response: Response) -> Response {
+    let valid = (200..=599).contains(&response.status)
+        && response.headers.iter().all(|(name, value)| {
+            !name.is_empty() && name.bytes().all(is_token) && value.bytes().all(is_field_byte)
+        });
+    if !valid {
+        eprintln!("http: the handler's response cannot go on the wire (status {}); answering 500", response.status);
+        return Response::empty(500);
+    }
+    response.headers.retain(|(name, _)| !HOP_BY_HOP.contains(&name.to_ascii_lowercase().as_str()));
+    response
+}
+
+/// Write `bytes` to the client, all of them by `timeout` from now. `false` when the
+/// client has gone, or does not read in time.
+fn write_by(client: &TcpStream, bytes: &[u8], timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match (&*client).write(rest) {
+            Ok(written) if written > 0 && Instant::now() < deadline => rest = &rest[written..],
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+// ANCHOR: body_writer
+/// Where a streamed body goes: one HTTP chunk per [`BodyWriter::send`], sent at once.
+pub struct BodyWriter<'a> {
+    client: &'a TcpStream,
+    /// How long one piece may take to reach the client.
+    timeout: Duration,
+    /// For an HTTP/1.0 client, which cannot take chunks: the body so far.
+    collected: Option<Vec<u8>>,
+    /// The client has gone, or stopped reading: nothing more is sent.
+    gone: bool,
+}
+
+impl BodyWriter<'_> {
+    /// Send `bytes` to the client now. An error means the client has gone: stop
+    /// writing, nobody is reading.
+    pub fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if let Some(collected) = &mut self.collected {
+            collected.extend_from_slice(bytes);
+            return Ok(());
+        }
+        if bytes.is_empty() {
+            return Ok(()); // an empty chunk would end the body
+        }
+        let mut chunk = format!("{:x}\r\n", bytes.len()).into_bytes();
+        chunk.extend_from_slice(bytes);
+        chunk.extend_from_slice(b"\r\n");
+        if self.gone || !write_by(self.client, &chunk, self.timeout) {
+            self.gone = true;
+            return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "the client has gone"));
+        }
+        Ok(())
+    }
+
+    /// Whether the client has closed the connection. A client that leaves a streamed
+    /// answer cancels the work behind it (`2026-07-28/basic/patterns/cancellation.mdx`):
+    /// a writer that waits between events can ask, and stop.
+    pub fn client_gone(&mut self) -> bool {
+        if !self.gone && self.collected.is_none() {
+            self.gone = peer_closed(self.client);
+        }
+        self.gone
+    }
+}
+
+/// Whether a socket's peer has closed it: a look at the socket that reads nothing.
+fn peer_closed(socket: &TcpStream) -> bool {
+    if socket.set_nonblocking(true).is_err() {
+        return true;
+    }
+    let peeked = socket.peek(&mut [0; 1]);
+    let _ = socket.set_nonblocking(false);
+    match peeked {
+        Ok(read) => read == 0,
+        Err(error) => error.kind() != io::ErrorKind::WouldBlock,
+    }
+}
+
+/// Send a streamed answer to an HTTP/1.1 client: `tiny_http` writes the head (with
+/// `Transfer-Encoding: chunked`), then each piece goes out as a chunk as soon as it is
+/// written, then the last, empty chunk. Returns whether the client is still there.
+fn send_stream(client: &TcpStream, head: &[u8], stream: Stream, timeout: Duration) -> bool {
+    let mut writer = BodyWriter { client, timeout, collected: None, gone: false };
+    if !write_by(client, head, timeout) {
+        return false;
+    }
+    write_stream(stream, &mut writer);
+    !writer.gone && write_by(client, b"0\r\n\r\n", timeout)
+}
+
+/// Run a stream's writer. A writer that panics ends the body where it stopped (and the
+/// server goes on), like a handler that panics.
+fn write_stream(stream: Stream, writer: &mut BodyWriter) {
+    if catch_unwind(AssertUnwindSafe(|| (stream.0)(writer))).is_err() {
+        eprintln!("http: a streamed answer's writer panicked; its body ends there");
+    }
+}
+// ANCHOR_END: body_writer

@@ -40,6 +40,10 @@ struct Args {
     /// Threads that answer requests [default: one per CPU core].
     #[arg(long, value_name = "N")]
     workers: Option<NonZeroUsize>,
+    /// Client connections open at once; one more is answered 503 and closed. Each costs
+    /// a thread and a file descriptor, so keep it well below `ulimit -n`.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_connections: usize,
     /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
     /// name a reverse proxy forwards. localhost, 127.0.0.1 and [::1] always work.
     #[arg(long = "allowed-host", value_name = "NAME")]
@@ -61,7 +65,12 @@ const TOKEN_VARIABLE: &str = "MCP_WORKBOOK_TOKEN";
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
-    let config = Config { workers, max_body_bytes: args.max_body_bytes };
+    let config = Config {
+        workers,
+        max_body_bytes: args.max_body_bytes,
+        max_connections: args.max_connections,
+        ..Config::default()
+    };
     // The tools are built once, from the flags; every request reads the same list.
     let tools = tools(args.demo_faults);
     let token = args.token.or_else(|| std::env::var(TOKEN_VARIABLE).ok()).filter(|token| !token.is_empty());

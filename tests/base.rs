@@ -1,0 +1,248 @@
+//! The base itself, served in this process with short deadlines: every wait ends, and
+//! a streamed answer reaches the client as it is written, not when it is complete.
+//! (`tests/door.rs` attacks the starter's binary; this file needs knobs a binary does
+//! not have.)
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_workbook::http::{self, Config, Request, Response};
+
+/// Serve `handler` on a free port with these deadlines, in a thread of this process.
+fn serve(config: Config, handler: impl Fn(&Request) -> Response + Send + Sync + 'static) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    thread::spawn(move || http::serve_listener(listener, config, handler));
+    address
+}
+
+fn quick() -> Config {
+    Config {
+        keep_alive_timeout: Duration::from_secs(1),
+        request_timeout: Duration::from_secs(1),
+        ..Config::default()
+    }
+}
+
+fn echo(request: &Request) -> Response {
+    Response::json(200, format!(r#"{{"method":"{}","bytes":{}}}"#, request.method, request.body.len()))
+}
+
+fn connect(address: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+}
+
+fn read_all(stream: &mut TcpStream) -> String {
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+const GET: &[u8] = b"GET /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n";
+
+/// A slowloris client sends its head a byte at a time, each byte in time for a
+/// per-read timeout. The deadline is for the whole request: 408, and the door closes.
+#[test]
+fn a_head_trickled_a_byte_at_a_time_is_cut_off_at_the_deadline() {
+    let address = serve(quick(), echo);
+    let answer = trickle(address, b"", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Slow: ");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+}
+
+/// The same for a body: its length declared, its bytes trickled.
+#[test]
+fn a_body_trickled_a_byte_at_a_time_is_cut_off_at_the_deadline() {
+    let address = serve(quick(), echo);
+    let answer = trickle(address, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n", b"x");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+}
+
+/// Send `start`, then `bytes` over and over, one byte every 50 ms, until the server
+/// answers (or 10 s pass); return the answer.
+fn trickle(address: SocketAddr, start: &[u8], bytes: &[u8]) -> String {
+    let mut stream = connect(address);
+    stream.write_all(start).unwrap();
+    stream.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    for byte in bytes.iter().cycle() {
+        let _ = stream.write_all(&[*byte]);
+        let mut buffer = [0; 1024];
+        if let Ok(read) = stream.read(&mut buffer) {
+            answer.extend_from_slice(&buffer[..read]);
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the trickle was never cut off");
+    }
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    answer.extend(read_all(&mut stream).into_bytes());
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// A kept-alive connection that sends nothing more is closed after its timeout,
+/// silently: there is no request to answer.
+#[test]
+fn an_idle_connection_is_closed_after_the_keep_alive_timeout() {
+    let address = serve(quick(), echo);
+    let mut stream = connect(address);
+    stream.write_all(GET).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 200"), "{line:?}");
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    reader.read_to_end(&mut rest).unwrap(); // returns when the server closes
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// A streamed body reaches the client event by event: the handler's second event is
+/// only written after the test has read the first, so a door that buffered the body
+/// whole would never let this test finish.
+#[test]
+fn a_streamed_body_reaches_the_client_as_it_is_written() {
+    let (read_first, first_read) = mpsc::channel::<()>();
+    let first_read = std::sync::Mutex::new(Some(first_read));
+    let address = serve(quick(), move |_request| {
+        let first_read = first_read.lock().unwrap().take().expect("one request");
+        Response::stream(200, "text/event-stream", move |body| {
+            body.send(b"data: one\n\n").unwrap();
+            first_read.recv_timeout(Duration::from_secs(10)).expect("the client read the first event");
+            body.send(b"data: two\n\n").unwrap();
+        })
+    });
+    let mut stream = connect(address);
+    stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    while !head.ends_with("\r\n\r\n") {
+        reader.read_line(&mut head).unwrap();
+    }
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("Transfer-Encoding: chunked"), "{head}");
+    assert!(head.contains("Content-Type: text/event-stream"), "{head}");
+    let chunk = |reader: &mut BufReader<TcpStream>| {
+        let mut size = String::new();
+        reader.read_line(&mut size).unwrap();
+        let size = usize::from_str_radix(size.trim_end(), 16).unwrap();
+        let mut data = vec![0; size + 2];
+        reader.read_exact(&mut data).unwrap();
+        String::from_utf8(data[..size].to_vec()).unwrap()
+    };
+    assert_eq!(chunk(&mut reader), "data: one\n\n");
+    read_first.send(()).unwrap();
+    assert_eq!(chunk(&mut reader), "data: two\n\n");
+    assert_eq!(chunk(&mut reader), "", "the last chunk ends the body");
+}
+
+/// A client that leaves a streamed answer cancels it: the writer learns so (the
+/// 2026-07-28 revision makes a closed stream the cancellation), and the lane the
+/// stream used serves the next request.
+#[test]
+fn a_client_that_leaves_a_stream_cancels_it() {
+    let (stopped, writer_stopped) = mpsc::channel::<usize>();
+    let stopped = std::sync::Mutex::new(stopped);
+    let config = Config { workers: 1, ..quick() };
+    let address = serve(config, move |request| {
+        if request.method == "GET" {
+            return echo(request);
+        }
+        let stopped = stopped.lock().unwrap().clone();
+        Response::stream(200, "text/event-stream", move |body| {
+            let mut sent = 0;
+            while body.send(b"data: tick\n\n").is_ok() && sent < 1000 {
+                sent += 1;
+                thread::sleep(Duration::from_millis(20));
+            }
+            let _ = stopped.send(sent);
+        })
+    });
+    let mut stream = connect(address);
+    stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n").unwrap();
+    let mut first = [0u8; 12];
+    stream.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    drop(stream);
+    let sent = writer_stopped.recv_timeout(Duration::from_secs(10)).expect("the writer stops");
+    assert!(sent < 1000, "the writer ran to the end: the client's leaving was not noticed");
+    // Every lane is usable afterwards.
+    for _ in 0..8 {
+        let mut stream = connect(address);
+        stream.write_all(b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        assert!(read_all(&mut stream).starts_with("HTTP/1.1 200"));
+    }
+}
+
+/// HTTP/1.0 has no chunks: a streamed answer to it is collected, and sent whole, with
+/// its length, when the writer is done.
+#[test]
+fn a_stream_to_an_http_1_0_client_arrives_whole() {
+    let address = serve(quick(), |_request| {
+        Response::stream(200, "text/event-stream", |body| {
+            body.send(b"data: one\n\n").unwrap();
+            body.send(b"data: two\n\n").unwrap();
+        })
+    });
+    let mut stream = connect(address);
+    stream.write_all(b"POST /mcp HTTP/1.0\r\nContent-Length: 0\r\n\r\n").unwrap();
+    let answer = read_all(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    assert!(answer.contains("Connection: close") && !answer.contains("Transfer-Encoding"), "{answer:?}");
+    assert!(answer.contains("Content-Length: 22\r\n"), "{answer:?}");
+    assert!(answer.ends_with("\r\n\r\ndata: one\n\ndata: two\n\n"), "{answer:?}");
+}
+
+/// A writer that panics halfway still ends its body, so the client sees a complete
+/// (short) answer and the lane stays in step for the next request.
+#[test]
+fn a_stream_whose_writer_panics_still_ends() {
+    let address = serve(Config { workers: 1, ..quick() }, |request| {
+        if request.method == "GET" {
+            return echo(request);
+        }
+        Response::stream(200, "text/event-stream", |body| {
+            body.send(b"data: one\n\n").unwrap();
+            panic!("a bug in the writer");
+        })
+    });
+    let mut stream = connect(address);
+    stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n").unwrap();
+    stream.write_all(b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let answer = read_all(&mut stream);
+    assert!(answer.contains("b\r\ndata: one\n\n\r\n0\r\n\r\nHTTP/1.1 200"), "{answer:?}");
+}
+
+/// A handler's response that HTTP cannot carry (a CR LF in a header value would end the
+/// head early and make the rest a body: response splitting) becomes a 500.
+#[test]
+fn a_header_value_with_a_line_break_is_not_sent() {
+    let address = serve(quick(), |_request| Response::empty(200).with_header("X-Echo", "a\r\n\r\nHTTP/1.1 200 OK"));
+    let mut stream = connect(address);
+    stream.write_all(b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let answer = read_all(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 500"), "{answer:?}");
+    assert_eq!(answer.matches("HTTP/1.1").count(), 1, "{answer:?}");
+}
+
+/// A handler that panics is a 500, and the worker goes on.
+#[test]
+fn a_panicking_handler_is_a_500() {
+    let address = serve(Config { workers: 1, ..quick() }, |request| {
+        if request.path == "/panic" {
+            panic!("a bug in the handler");
+        }
+        echo(request)
+    });
+    for path in ["/panic", "/mcp", "/panic", "/mcp"] {
+        let mut stream = connect(address);
+        stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+        let answer = read_all(&mut stream);
+        let expected = if path == "/panic" { "HTTP/1.1 500" } else { "HTTP/1.1 200" };
+        assert!(answer.starts_with(expected), "{path}: {answer:?}");
+    }
+}

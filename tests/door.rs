@@ -1,0 +1,512 @@
+//! The door holds against hostile clients: each class of attack found against the old
+//! base (issue "The base, rebuilt") is here, sent over raw sockets to the starter's
+//! own binary, and after each one the starter must still answer a normal `tools/call`.
+//!
+//! - malformed or ambiguous framing is refused with the right status and the
+//!   connection closed, and nothing hidden behind it is ever answered (smuggling);
+//! - what `tiny_http` answers (HEAD, its own errors) comes back whole, and the
+//!   connection goes on;
+//! - every resource has a cap and every wait a deadline: connections, bodies, heads,
+//!   clients that never read; after a barrage, no thread or file is left behind.
+//!
+//! Deadlines are tested on the base itself, in this process, with short timeouts
+//! (`tests/door_timeouts.rs`), so that no test waits 30 seconds.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_workbook::replay::RunningServer;
+
+const STARTER: &str = env!("CARGO_BIN_EXE_ch10-starter");
+const PING_ME: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"PingME"}}"#;
+
+fn start(args: &[&str]) -> RunningServer {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    RunningServer::start(Path::new(STARTER), &args).expect("the starter starts")
+}
+
+fn connect(address: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+}
+
+/// A POST of `body` to /mcp with the headers a real client sends, plus `extra` lines.
+fn post(extra: &str, body: &str) -> Vec<u8> {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json\r\n\
+         {extra}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Send `bytes`, then read until the server closes (or 10 s pass). Returns all it said.
+fn send(address: SocketAddr, bytes: &[u8]) -> String {
+    let mut stream = connect(address);
+    stream.write_all(bytes).unwrap();
+    read_all(&mut stream)
+}
+
+fn read_all(stream: &mut TcpStream) -> String {
+    let mut answer = Vec::new();
+    // A reset after some bytes is fine: they were the answer.
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+fn status(answer: &str) -> u16 {
+    answer.get(9..12).and_then(|code| code.parse().ok()).unwrap_or_else(|| panic!("no status line in {answer:?}"))
+}
+
+/// The server answers a normal tool call, whole.
+fn assert_serves(server: &mut RunningServer, after: &str) {
+    assert!(server.is_running(), "the starter died after {after}:\n{}", server.stderr());
+    let answer = send(server.address, &post("Connection: close\r\n", PING_ME));
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.contains("BISMILLAH"),
+        "after {after}, a normal call got {answer:?}\n{}",
+        server.stderr()
+    );
+}
+
+/// Threads and open files of a process (Linux).
+fn footprint(pid: u32) -> (usize, usize) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let threads = status.lines().find_map(|l| l.strip_prefix("Threads:")).unwrap().trim().parse().unwrap();
+    let files = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
+    (threads, files)
+}
+
+/// Wait (a few seconds at most: refusals linger up to 2 s) until the footprint is back.
+fn assert_no_leak(server: &RunningServer, baseline: (usize, usize)) {
+    let started = Instant::now();
+    let mut now = footprint(server.pid());
+    while now != baseline && started.elapsed() < Duration::from_secs(10) {
+        thread::sleep(Duration::from_millis(100));
+        now = footprint(server.pid());
+    }
+    assert_eq!(now, baseline, "threads and files, after vs before");
+}
+
+/// Each case: what it is, the bytes, the status the door must refuse it with.
+const REFUSED: &[(&str, &[u8], u16)] = &[
+    (
+        "a bare LF hiding a second Content-Length (the old crash: one reader saw 0, the other 100 GB)",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-A: b\nContent-Length: 0\r\nContent-Length: 100000000000\r\n\r\n",
+        400,
+    ),
+    ("bare LF line ends throughout", b"POST /mcp HTTP/1.1\nHost: localhost\nContent-Length: 2\n\n{}", 400),
+    ("a bare CR inside a line", b"POST /mcp HTTP/1.1\r\nHost: localhost\rX: y\r\nContent-Length: 0\r\n\r\n", 400),
+    (
+        "Content-Length and Transfer-Encoding together",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        400,
+    ),
+    (
+        "Content-Length: 0 with a chunked body behind it",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        400,
+    ),
+    (
+        "two equal Content-Lengths",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+        400,
+    ),
+    (
+        "two different Content-Lengths",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nContent-Length: 20\r\n\r\n{}",
+        400,
+    ),
+    ("a Content-Length list", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2, 2\r\n\r\n{}", 400),
+    ("a signed Content-Length", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: +2\r\n\r\n{}", 400),
+    ("a negative Content-Length", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1\r\n\r\n", 400),
+    (
+        "Transfer-Encoding twice",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        400,
+    ),
+    ("a Transfer-Encoding other than chunked", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+    (
+        "chunked, not last",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
+        501,
+    ),
+    (
+        "Transfer-Encoding in HTTP/1.0",
+        b"POST /mcp HTTP/1.0\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        400,
+    ),
+    ("the HTTP/2 preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
+    ("an HTTP/2.0 request line", b"POST /mcp HTTP/2.0\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n", 505),
+    ("HTTP/1.2", b"GET /mcp HTTP/1.2\r\nHost: localhost\r\n\r\n", 505),
+    ("HTTP/0.9", b"GET /mcp\r\n\r\n", 400),
+    ("a lowercase version", b"GET /mcp http/1.1\r\nHost: localhost\r\n\r\n", 400),
+    ("two spaces in the request line", b"GET  /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+    ("a method that is not a token", b"G(T /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+    ("a control character in the target", b"GET /m\x01cp HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+    ("a target that is not a path", b"GET mcp HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+    ("CONNECT's authority form", b"CONNECT localhost:80 HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+    ("no Host in HTTP/1.1", b"POST /mcp HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 400),
+    ("two Hosts", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a space before the colon", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length : 0\r\n\r\n", 400),
+    ("a folded header line", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-A: a\r\n b\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a NUL in a value", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-A: a\x00b\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a byte over 127 in a value", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-A: caf\xc3\xa9\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a line without a colon", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nnonsense\r\nContent-Length: 0\r\n\r\n", 400),
+    ("an Expect other than 100-continue", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nExpect: magic\r\nContent-Length: 0\r\n\r\n", 417),
+    (
+        "a declared body of 100 GB",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000000000\r\n\r\n{\"jsonrpc\"",
+        413,
+    ),
+    (
+        "a length past u64",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99999999999999999999999999\r\n\r\n",
+        413,
+    ),
+    (
+        "a chunk size that is not hexadecimal",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+        400,
+    ),
+    (
+        "a chunk size past u64",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n1ffffffffffffffff\r\nx\r\n",
+        400,
+    ),
+    (
+        "a chunk larger than the limit",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffff\r\nx\r\n",
+        413,
+    ),
+    (
+        "a chunk longer than its size",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhello\r\n0\r\n\r\n",
+        400,
+    ),
+    (
+        "a chunk line with a bare LF",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n2\n{}\r\n0\r\n\r\n",
+        400,
+    ),
+];
+
+#[test]
+fn every_ambiguous_or_malformed_request_is_refused_and_the_starter_goes_on() {
+    let mut server = start(&[]);
+    let baseline = footprint(server.pid()); // one thread, accepting
+    for (what, bytes, expected) in REFUSED {
+        let answer = send(server.address, bytes);
+        assert_eq!(status(&answer), *expected, "{what}: {answer:?}");
+        assert!(answer.contains("Connection: close"), "{what}: a refusal closes the connection: {answer:?}");
+        assert!(answer.contains(r#""code":-32600"#), "{what}: a refusal carries a JSON-RPC error: {answer:?}");
+        assert_serves(&mut server, what);
+    }
+    assert_no_leak(&server, baseline);
+}
+
+#[test]
+fn a_head_over_64_kib_or_with_too_many_headers_is_431() {
+    let mut server = start(&[]);
+    let long = format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Long: {}\r\n\r\n", "a".repeat(70 * 1024));
+    assert_eq!(status(&send(server.address, long.as_bytes())), 431);
+    let many: String = (0..101).map(|i| format!("X-{i}: {i}\r\n")).collect();
+    let many = format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\n{many}\r\n");
+    assert_eq!(status(&send(server.address, many.as_bytes())), 431);
+    assert_serves(&mut server, "long heads");
+}
+
+/// Two requests in one write: the second is what an attacker hides behind the first.
+/// Whatever the first is, the answer to the hidden one (id 666) must never be sent.
+#[test]
+fn nothing_hidden_behind_a_request_is_ever_answered() {
+    let mut server = start(&[]);
+    let hidden = String::from_utf8(post("", r#"{"jsonrpc":"2.0","id":666,"method":"ping"}"#)).unwrap();
+    let cases = [
+        // A Content-Length longer than the chunked body: the old door read the length,
+        // tiny_http the chunks, and the rest became "the next request".
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 300\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n{hidden}"
+        ),
+        // A request hidden behind a bare LF, inside what one reader takes for a header.
+        format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-A: b\nContent-Length: {}\r\n\r\n{hidden}", hidden.len()),
+        // A Content-Length of 0 before a chunked body that holds the hidden request.
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{hidden}\r\n0\r\n\r\n",
+            hidden.len()
+        ),
+    ];
+    for case in &cases {
+        let answer = send(server.address, case.as_bytes());
+        assert_eq!(status(&answer), 400, "{answer:?}");
+        assert!(!answer.contains("666"), "a hidden request was answered: {answer:?}");
+        assert_serves(&mut server, "a smuggling attempt");
+    }
+}
+
+/// `TE: chunked` asks for a chunked answer; the old door expected a length and took the
+/// chunks for the next answer. The door drops `TE`, and the answers come in order.
+#[test]
+fn a_te_header_changes_nothing_and_pipelined_answers_come_in_order() {
+    let server = start(&[]);
+    let mut both = post("TE: chunked\r\n", PING_ME);
+    both.extend(post("Connection: close\r\n", r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#));
+    let answer = send(server.address, &both);
+    assert!(!answer.to_ascii_lowercase().contains("transfer-encoding"), "{answer:?}");
+    let first = answer.find("BISMILLAH").expect("the first answer");
+    let second = answer.find(r#""id":2"#).expect("the second answer");
+    assert!(first < second, "{answer:?}");
+    assert_eq!(answer.matches("HTTP/1.1 200").count(), 2, "{answer:?}");
+}
+
+/// `curl --http2 http://...` asks to switch to HTTP/2 with `Upgrade: h2c`. A server may
+/// ignore that (RFC 9110, section 7.8): the request is answered in HTTP/1.1, and the
+/// connection goes on (the old base gave the rest of the stream to the request).
+#[test]
+fn an_upgrade_request_is_answered_in_http_1_1() {
+    let server = start(&[]);
+    let mut stream = connect(server.address);
+    let upgrade = "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n";
+    stream.write_all(&post(upgrade, PING_ME)).unwrap();
+    stream.write_all(&post("Connection: close\r\n", PING_ME)).unwrap();
+    let answer = read_all(&mut stream);
+    assert_eq!(answer.matches("BISMILLAH").count(), 2, "{answer:?}");
+    assert!(!answer.contains("101"), "{answer:?}");
+}
+
+/// A HEAD answer has headers and no body (the old door waited for the body `tiny_http`
+/// declared and never sent). The connection carries on to the next request.
+#[test]
+fn a_head_answer_has_no_body_and_the_connection_goes_on() {
+    let server = start(&[]);
+    let mut stream = connect(server.address);
+    // Refused by the starter's guard (a foreign Host), answered by tiny_http: 403.
+    stream.write_all(b"HEAD /mcp HTTP/1.1\r\nHost: evil.example\r\n\r\n").unwrap();
+    stream.write_all(&post("Connection: close\r\n", PING_ME)).unwrap();
+    let answer = read_all(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer:?}");
+    let second = answer.find("HTTP/1.1 200").expect("the next request is answered");
+    assert!(!answer[..second].contains("jsonrpc"), "a HEAD answer carries no body: {answer:?}");
+    assert!(answer[second..].contains("BISMILLAH"), "{answer:?}");
+}
+
+/// Chunked bodies are decoded by the door: extensions and trailer fields are legal.
+#[test]
+fn chunked_bodies_with_extensions_and_trailers_are_served() {
+    let server = start(&[]);
+    let (first, second) = PING_ME.split_at(20);
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\
+         Connection: close\r\n\r\n{:x};name=value\r\n{first}\r\n{:X}\r\n{second}\r\n0\r\nX-Checksum: 1\r\n\r\n",
+        first.len(),
+        second.len()
+    );
+    let answer = send(server.address, request.as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.contains("BISMILLAH"), "{answer:?}");
+}
+
+#[test]
+fn expect_100_continue_is_answered_by_the_door_then_the_request() {
+    let server = start(&[]);
+    let answer = send(server.address, &post("Expect: 100-continue\r\nConnection: close\r\n", PING_ME));
+    assert!(answer.starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200"), "{answer:?}");
+    // A body over the limit is refused before the client is told to send it.
+    let answer =
+        send(server.address, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 5000000\r\n\r\n");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+}
+
+#[test]
+fn http_1_0_and_absolute_targets_are_served() {
+    let server = start(&[]);
+    let answer = send(
+        server.address,
+        format!(
+            "POST /mcp HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{PING_ME}",
+            PING_ME.len()
+        )
+        .as_bytes(),
+    );
+    assert!(answer.contains("BISMILLAH") && answer.contains("Connection: close"), "{answer:?}");
+    // The absolute form names the host itself, and wins over `Host` (RFC 9112, 3.2.2).
+    let answer = send(
+        server.address,
+        format!(
+            "POST http://localhost:1/mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\n\
+             Connection: close\r\nContent-Length: {}\r\n\r\n{PING_ME}",
+            PING_ME.len()
+        )
+        .as_bytes(),
+    );
+    assert!(answer.contains("BISMILLAH"), "{answer:?}");
+}
+
+/// Python's urllib, requests and httpx send the whole body before they read: the door
+/// refuses at the head, then reads and drops what still comes (RFC 9112, section 9.6),
+/// so the client reads the 413 instead of a reset.
+#[test]
+fn a_client_that_sends_its_whole_oversized_body_first_reads_the_413() {
+    let mut server = start(&["--max-body-bytes", "1024"]);
+    let body = "x".repeat(3 * 1024 * 1024);
+    let mut stream = connect(server.address);
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n", body.len());
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).expect("the whole body is taken, not reset");
+    let answer = read_all(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+    assert!(answer.contains("larger than 1024 bytes"), "{answer:?}");
+    assert_serves(&mut server, "an oversized body");
+}
+
+#[test]
+fn a_client_that_holds_a_refused_connection_open_blocks_nobody() {
+    let mut server = start(&[]);
+    let mut holder = connect(server.address);
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n", 4 * 1024 * 1024 + 1);
+    holder.write_all(head.as_bytes()).unwrap();
+    let mut status = [0u8; 12];
+    holder.read_exact(&mut status).unwrap();
+    assert_eq!(&status, b"HTTP/1.1 413");
+    for _ in 0..3 {
+        assert_serves(&mut server, "a held refusal");
+    }
+}
+
+/// A client that sends request after request and never reads an answer: its door waits
+/// (up to the write deadline) while everyone else is served.
+#[test]
+fn a_client_that_never_reads_blocks_nobody() {
+    let mut server = start(&["--workers", "1"]);
+    let mut greedy = connect(server.address);
+    let list = post("", r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let pipelined: Vec<u8> = list.iter().copied().cycle().take(list.len() * 2000).collect();
+    greedy.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let _ = greedy.write_all(&pipelined); // stops when the buffers fill up: nobody reads
+    for _ in 0..3 {
+        assert_serves(&mut server, "a client that never reads");
+    }
+    drop(greedy);
+}
+
+/// The cap on connections: one past it hears 503, and once one closes, a new one is served.
+#[test]
+fn connections_past_the_cap_are_answered_503() {
+    let mut server = start(&["--max-connections", "4"]);
+    let held: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut stream = connect(server.address);
+            stream.write_all(&post("", PING_ME)).unwrap();
+            let mut first = [0u8; 12];
+            stream.read_exact(&mut first).unwrap(); // answered: its door is running
+            stream
+        })
+        .collect();
+    let answer = send(server.address, &post("", PING_ME));
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+    assert!(answer.contains("too many connections"), "{answer:?}");
+    drop(held);
+    let started = Instant::now();
+    while send(server.address, &post("Connection: close\r\n", PING_ME)).starts_with("HTTP/1.1 503") {
+        assert!(started.elapsed() < Duration::from_secs(10), "the slots never came back");
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert_serves(&mut server, "the cap");
+}
+
+/// Hundreds of idle connections (the old base stopped accepting for good at the file
+/// limit): the server holds at most its cap, refuses the rest, and serves again once
+/// they are gone, with its threads and files back where they were.
+#[test]
+fn hundreds_of_idle_connections_leave_no_trace() {
+    let mut server = start(&[]);
+    let baseline = footprint(server.pid()); // one thread, accepting
+    let idle: Vec<TcpStream> = (0..400).filter_map(|_| TcpStream::connect(server.address).ok()).collect();
+    thread::sleep(Duration::from_millis(500));
+    let (threads, files) = footprint(server.pid());
+    assert!(files < 512, "{files} files open with 400 idle connections (cap 256)");
+    assert!(threads < 256 + 64, "{threads} threads with 400 idle connections (cap 256)");
+    drop(idle);
+    assert_no_leak(&server, baseline);
+    assert_serves(&mut server, "400 idle connections");
+}
+
+/// The hang the old base showed about once in 300 requests: `tiny_http` gives each new
+/// connection to its thread pool, which can leave it queued behind threads parked on
+/// idle keep-alive connections. Behind the door `tiny_http` never sees a new
+/// connection after start. Counted, not timed: every request must get its answer.
+#[test]
+fn ten_thousand_new_connections_with_idle_ones_held_are_all_answered() {
+    let server = start(&[]);
+    let held: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let mut stream = connect(server.address);
+            stream.write_all(&post("", PING_ME)).unwrap();
+            let mut first = [0u8; 12];
+            stream.read_exact(&mut first).unwrap();
+            stream
+        })
+        .collect();
+    let ping = post("Connection: close\r\n", r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    let mut unanswered = 0;
+    for _ in 0..10_000 {
+        let mut stream = connect(server.address);
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        stream.write_all(&ping).unwrap();
+        if !read_all(&mut stream).starts_with("HTTP/1.1 200") {
+            unanswered += 1;
+        }
+    }
+    assert_eq!(unanswered, 0, "requests left unanswered");
+    drop(held);
+}
+
+/// Why the door opens its lanes to `tiny_http` one at a time and never again: alone,
+/// `tiny_http` 0.12 strands a connection that arrives just after another one (its
+/// `TaskPool::spawn` counts a thread it has just woken as still waiting, queues the
+/// second connection's task, and the woken thread takes the first). If the first stays
+/// open, idle, the second is never served. Seen in about 3 rounds of 4 here; the test
+/// asks for one in 20.
+#[test]
+fn tiny_http_alone_strands_a_connection_that_arrives_behind_an_idle_one() {
+    let mut stranded = 0;
+    for _ in 0..20 {
+        let server = std::sync::Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let address = server.server_addr().to_ip().unwrap();
+        let worker = server.clone();
+        thread::spawn(move || {
+            for request in worker.incoming_requests() {
+                let _ = request.respond(tiny_http::Response::from_string("ok"));
+            }
+        });
+        let ask = |stream: &mut TcpStream| {
+            stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+            stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n").unwrap();
+            let mut status = [0u8; 12];
+            stream.read_exact(&mut status).is_ok()
+        };
+        // Busy the four threads the pool keeps, then let a fifth go idle.
+        let busy: Vec<TcpStream> = (0..4)
+            .map(|_| {
+                let mut stream = TcpStream::connect(address).unwrap();
+                assert!(ask(&mut stream));
+                stream
+            })
+            .collect();
+        let mut fifth = TcpStream::connect(address).unwrap();
+        assert!(ask(&mut fifth));
+        drop(fifth);
+        thread::sleep(Duration::from_millis(20));
+        // Two connections at once: the first stays idle, the second asks.
+        let _idle = TcpStream::connect(address).unwrap();
+        let mut asking = TcpStream::connect(address).unwrap();
+        if !ask(&mut asking) {
+            stranded += 1;
+        }
+        drop(busy);
+    }
+    assert!(stranded > 0, "tiny_http served every connection: is the TaskPool race fixed upstream?");
+}
