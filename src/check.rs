@@ -267,7 +267,7 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
         Exchanged::Http(outcome) => {
             let exchange = outcome.exchange;
             say(&mut text, &format!("You sent (transcript.md line {}):", exchange.line));
-            for line in request_lines(&exchange.request) {
+            for line in request_lines(exchange) {
                 say(&mut text, &format!("  {line}"));
             }
             text.push('\n');
@@ -390,7 +390,11 @@ fn why_it_failed(checked: &Checked, target: &Target) -> Option<String> {
 }
 
 /// The request as the transcript writes it: request line, headers, blank, body.
-fn request_lines(request: &transcript::HttpRequest) -> Vec<String> {
+fn request_lines(exchange: &transcript::Exchange) -> Vec<String> {
+    if let Some(raw) = &exchange.raw {
+        return raw.lines.clone();
+    }
+    let request = &exchange.request;
     let mut lines = vec![format!("{} {} HTTP/1.1", request.method, request.path)];
     lines.extend(request.headers.iter().map(|(name, value)| format!("{name}: {value}")));
     if !request.body.is_empty() {
@@ -671,6 +675,7 @@ mod tests {
                 headers: vec![("Content-Type".into(), "application/json".into())],
                 body: r#"{"jsonrpc": "2.0", "id": "7", "method": "ping"}"#.into(),
             },
+            raw: None,
             expected: HttpResponse {
                 status: 200,
                 headers: vec![("Content-Type".into(), "application/json".into())],

@@ -177,7 +177,7 @@ fn bless(chapter: &Chapter) -> Result<bool, String> {
         let server = start(chapter.name, &transcript)?;
         let mut recorded = Vec::new();
         for exchange in &transcript.exchanges {
-            let actual = replay::send(server.address, &exchange.request)
+            let actual = replay::send_exchange(server.address, exchange)
                 .map_err(|e| format!("{:?}: no response: {e}", exchange.title))?;
             recorded.push(replay::as_recorded(&actual, &exchange.expected));
         }

@@ -155,6 +155,30 @@ pub fn send(address: SocketAddr, request: &HttpRequest) -> io::Result<HttpRespon
 }
 // ANCHOR_END: send
 
+/// Send an exchange's request, as its transcript writes it (`http` or `raw`).
+pub fn send_exchange(address: SocketAddr, exchange: &Exchange) -> io::Result<HttpResponse> {
+    match &exchange.raw {
+        Some(raw) => send_raw(address, &raw.bytes),
+        None => send(address, &exchange.request),
+    }
+}
+
+/// Send `bytes` as they are on a fresh connection, say that nothing more will come
+/// (half-close), and read the whole response.
+pub fn send_raw(address: SocketAddr, bytes: &[u8]) -> io::Result<HttpResponse> {
+    let mut stream = TcpStream::connect_timeout(&address, TIMEOUT)?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    stream.write_all(bytes)?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    let mut raw = Vec::new();
+    if let Err(error) = stream.read_to_end(&mut raw)
+        && raw.is_empty()
+    {
+        return Err(error);
+    }
+    parse_response(&raw)
+}
+
 /// Parse raw HTTP/1.1 response bytes, skipping any `100 Continue`.
 fn parse_response(mut raw: &[u8]) -> io::Result<HttpResponse> {
     let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("bad HTTP response: {what}"));
@@ -416,7 +440,7 @@ pub fn replay(transcript: &Transcript, address: SocketAddr) -> Vec<Outcome<'_>> 
 
 /// Send one exchange's request to `address` and compare the answer with `strictness`.
 pub fn run_exchange(exchange: &Exchange, address: SocketAddr, strictness: Strictness) -> Outcome<'_> {
-    match send(address, &exchange.request) {
+    match send_exchange(address, exchange) {
         Ok(actual) => {
             let (mismatches, notes) = compare_with(&exchange.expected, &actual, strictness);
             Outcome { exchange, actual: Ok(actual), mismatches, notes }

@@ -39,6 +39,12 @@
 //!   `Content-Length`) are not compared.
 //! - A JSON body compares as JSON: key order is free, values are exact. Any other body
 //!   compares as text; no body means the response must have none.
+//! - A request that no HTTP library would send (a bare LF, two lengths, a version from
+//!   the future) is a `raw` block instead of the request's `http` block: it is sent
+//!   byte for byte on a connection of its own, which the replay then half-closes: each
+//!   line followed by CRLF, the last one too (a server ignores an empty line before a
+//!   request, RFC 9112, section 2.2). Inside a line, `\n` and `\r` stand for a bare LF
+//!   and a bare CR, `\xHH` for any byte, and `\\` for a backslash.
 //! - A `<!-- hint: ... -->` line inside an exchange (one line, an HTML comment, so the
 //!   book does not show it) is what `cargo run -- check` prints when a learner's server
 //!   gets that exchange wrong: one sentence on the rule, and where the book and the spec
@@ -107,7 +113,17 @@ pub struct Exchange {
     /// The `<!-- hint: ... -->` line, for a learner whose server gets this wrong.
     pub hint: Option<String>,
     pub request: HttpRequest,
+    /// For a `raw` block: the bytes to send instead of `request`.
+    pub raw: Option<RawRequest>,
     pub expected: HttpResponse,
+}
+
+/// A request sent byte for byte (a `raw` block).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRequest {
+    /// The block's lines, as the transcript shows them.
+    pub lines: Vec<String>,
+    pub bytes: Vec<u8>,
 }
 
 /// Lines written to a stdio server and the lines it must write back.
@@ -216,7 +232,7 @@ fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
 }
 
 /// The info strings of the blocks that make up exchanges.
-const EXCHANGE_BLOCKS: &[&str] = &["http", "stdin", "stdout"];
+const EXCHANGE_BLOCKS: &[&str] = &["http", "raw", "stdin", "stdout"];
 
 /// Parse a transcript file.
 pub fn parse(text: &str) -> Result<Transcript, ParseError> {
@@ -230,13 +246,21 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
         let Some(Draft { title, line, hint, blocks }) = current else { return Ok(()) };
         let infos: Vec<&str> = blocks.iter().map(|b| b.info.as_str()).collect();
         match (infos.as_slice(), blocks.as_slice()) {
-            (["http", "http"], [request, response]) => exchanges.push(Exchange {
-                title,
-                line,
-                hint,
-                request: parse_request(&lines[request.content.clone()], request.line)?,
-                expected: parse_response(&lines[response.content.clone()], response.line)?,
-            }),
+            ([kind @ ("http" | "raw"), "http"], [request, response]) => {
+                let content = &lines[request.content.clone()];
+                let raw = (*kind == "raw")
+                    .then(|| raw_request(content, request.line))
+                    .transpose()?
+                    .map(|bytes| RawRequest { lines: content.iter().map(|l| l.to_string()).collect(), bytes });
+                exchanges.push(Exchange {
+                    title,
+                    line,
+                    hint,
+                    request: parse_request(content, request.line)?,
+                    raw,
+                    expected: parse_response(&lines[response.content.clone()], response.line)?,
+                });
+            }
             (["stdin", "stdout"], [input, output]) => {
                 if input.content.is_empty() {
                     return Err(ParseError { line: input.line, message: "empty stdin block".into() });
@@ -248,8 +272,8 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                 return Err(ParseError {
                     line,
                     message: format!(
-                        "exchange {title:?} needs two http blocks (request, response) or a stdin block then a stdout \
-                         block, has {infos:?}"
+                        "exchange {title:?} needs an http or raw block (the request) then an http block (the \
+                         response), or a stdin block then a stdout block, has {infos:?}"
                     ),
                 });
             }
@@ -338,6 +362,42 @@ fn parse_request(lines: &[&str], line: usize) -> Result<HttpRequest, ParseError>
     Ok(HttpRequest { method: method.to_string(), path: path.to_string(), headers, body })
 }
 
+/// The bytes of a `raw` block: every line followed by CRLF. Escapes: `\n`, `\r`,
+/// `\xHH`, `\\`.
+fn raw_request(lines: &[&str], line: usize) -> Result<Vec<u8>, ParseError> {
+    let mut bytes = Vec::new();
+    for (offset, text) in lines.iter().enumerate() {
+        unescape(text, &mut bytes).map_err(|message| ParseError { line: line + 1 + offset, message })?;
+        bytes.extend_from_slice(b"\r\n");
+    }
+    Ok(bytes)
+}
+
+fn unescape(text: &str, bytes: &mut Vec<u8>) -> Result<(), String> {
+    let mut rest = text.as_bytes();
+    while let Some((&byte, after)) = rest.split_first() {
+        rest = after;
+        if byte != b'\\' {
+            bytes.push(byte);
+            continue;
+        }
+        let (escaped, after) = rest.split_first().ok_or("a line ends in a lone backslash")?;
+        rest = after;
+        match escaped {
+            b'n' => bytes.push(b'\n'),
+            b'r' => bytes.push(b'\r'),
+            b'\\' => bytes.push(b'\\'),
+            b'x' => {
+                let hex = rest.get(..2).and_then(|h| std::str::from_utf8(h).ok()).ok_or("\\x needs two hex digits")?;
+                bytes.push(u8::from_str_radix(hex, 16).map_err(|_| "\\x needs two hex digits")?);
+                rest = &rest[2..];
+            }
+            other => return Err(format!("unknown escape \\{}", *other as char)),
+        }
+    }
+    Ok(())
+}
+
 fn parse_response(lines: &[&str], line: usize) -> Result<HttpResponse, ParseError> {
     let (first, headers, body) = split_message(lines, line)?;
     let status = first
@@ -360,9 +420,15 @@ pub fn reason(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         406 => "Not Acceptable",
+        408 => "Request Timeout",
         413 => "Content Too Large",
         415 => "Unsupported Media Type",
+        417 => "Expectation Failed",
+        431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
         _ => "",
     }
 }
@@ -384,7 +450,7 @@ pub fn format_response(response: &HttpResponse) -> String {
 /// else in the file as it was. This is how a transcript is blessed.
 pub fn replace_responses(text: &str, responses: &[HttpResponse]) -> Result<String, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
-    let blocks = exchange_blocks(&lines, "http", 2)?;
+    let blocks = exchange_blocks(&lines, "http")?;
     let texts: Vec<String> = responses.iter().map(format_response).collect();
     replace_blocks(&lines, &blocks, &texts, "response")
 }
@@ -393,13 +459,14 @@ pub fn replace_responses(text: &str, responses: &[HttpResponse]) -> Result<Strin
 /// server wrote), leaving everything else in the file as it was.
 pub fn replace_stdout(text: &str, outputs: &[Vec<String>]) -> Result<String, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
-    let blocks = exchange_blocks(&lines, "stdout", 1)?;
+    let blocks = exchange_blocks(&lines, "stdout")?;
     let texts: Vec<String> = outputs.iter().map(|output| output.join("\n")).collect();
     replace_blocks(&lines, &blocks, &texts, "stdout")
 }
 
-/// In each exchange, the content of its `nth` block with this info string.
-fn exchange_blocks(lines: &[&str], info: &str, nth: usize) -> Result<Vec<std::ops::Range<usize>>, ParseError> {
+/// In each exchange, the content of its second block (the answer), when it has this
+/// info string.
+fn exchange_blocks(lines: &[&str], info: &str) -> Result<Vec<std::ops::Range<usize>>, ParseError> {
     let mut in_exchange = false;
     let mut seen = 0;
     let mut found = Vec::new();
@@ -409,9 +476,9 @@ fn exchange_blocks(lines: &[&str], info: &str, nth: usize) -> Result<Vec<std::op
                 in_exchange = true;
                 seen = 0;
             }
-            Piece::Block(block) if in_exchange && block.info == info => {
+            Piece::Block(block) if in_exchange && EXCHANGE_BLOCKS.contains(&block.info.as_str()) => {
                 seen += 1;
-                if seen == nth {
+                if seen == 2 && block.info == info {
                     found.push(block.content);
                 }
             }

@@ -1,7 +1,9 @@
 //! The book's wire reference lists every HTTP status and JSON-RPC error code the
-//! workbook's servers answer. This test holds the table to the transcripts: each
+//! workbook's servers answer. This test holds its first table to the transcripts: each
 //! (status, code) pair some transcript proves must have a row, and each row must be
-//! proven by some transcript.
+//! proven by some transcript. Its second table lists what only the base answers (a
+//! deadline missed, too many connections): each status the base's code answers with
+//! must be in one table or the other, and the second holds nothing else.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -41,10 +43,14 @@ fn proven_by_transcripts() -> BTreeSet<(u16, String)> {
     kinds
 }
 
-/// Rows of the reference table: `| 200 | -32601 | ...` (code `-` for none).
-fn listed_in_the_book() -> BTreeSet<(u16, String)> {
+/// Rows of a table of the page: `| 200 | -32601 | ...` (code `-` for none). The first
+/// table is the one before the heading `## Answered by the base alone`, the second the
+/// one after it.
+fn listed_in_the_book(second: bool) -> BTreeSet<(u16, String)> {
     let page = fs::read_to_string(workbook_root().join("book/src/appendix-wire.md")).unwrap();
-    page.lines()
+    let (first_part, second_part) = page.split_once("## Answered by the base alone").expect("the base's heading");
+    let part = if second { second_part } else { first_part };
+    part.lines()
         .filter_map(|line| {
             let mut cells = line.split('|').map(str::trim).skip(1);
             let status = cells.next()?.trim_matches('`').parse().ok()?;
@@ -57,7 +63,7 @@ fn listed_in_the_book() -> BTreeSet<(u16, String)> {
 #[test]
 fn the_wire_reference_lists_exactly_what_the_transcripts_prove() {
     let proven = proven_by_transcripts();
-    let listed = listed_in_the_book();
+    let listed = listed_in_the_book(false);
     let missing: Vec<_> = proven.difference(&listed).collect();
     let unproven: Vec<_> = listed.difference(&proven).collect();
     assert!(
@@ -65,5 +71,35 @@ fn the_wire_reference_lists_exactly_what_the_transcripts_prove() {
         "book/src/appendix-wire.md and the transcripts disagree.\n\
          answered by a server but not in the table: {missing:?}\n\
          in the table but in no transcript: {unproven:?}"
+    );
+}
+
+/// The statuses `src/http.rs` answers with itself: its refusals (`Refusal::new(413, ..`),
+/// and the `500` for a handler that panicked (`Response::empty(500)`).
+fn answered_by_the_base() -> BTreeSet<u16> {
+    let base = fs::read_to_string(workbook_root().join("src/http.rs")).unwrap();
+    ["Refusal::new(", "Response::empty("]
+        .iter()
+        .flat_map(|call| base.split(call).skip(1))
+        .filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .filter(|&status: &u16| status >= 100)
+        .collect()
+}
+
+#[test]
+fn the_base_table_lists_what_only_the_base_answers() {
+    let in_transcripts: BTreeSet<u16> = proven_by_transcripts().into_iter().map(|(status, _)| status).collect();
+    let base_table = listed_in_the_book(true);
+    let base_statuses: BTreeSet<u16> = base_table.iter().map(|(status, _)| *status).collect();
+    let base = answered_by_the_base();
+    let missing: Vec<_> = base.iter().filter(|s| !in_transcripts.contains(s) && !base_statuses.contains(s)).collect();
+    let not_the_base: Vec<_> = base_statuses.difference(&base).collect();
+    let in_both: Vec<_> = base_statuses.intersection(&in_transcripts).collect();
+    assert!(
+        missing.is_empty() && not_the_base.is_empty() && in_both.is_empty(),
+        "book/src/appendix-wire.md's second table and src/http.rs disagree.\n\
+         answered by the base, in no transcript and not in the table: {missing:?}\n\
+         in the table but not answered by the base: {not_the_base:?}\n\
+         in the table but proven by a transcript (move it to the first table): {in_both:?}"
     );
 }
