@@ -88,6 +88,7 @@ impl Response {
     /// of progress events: each [`BodyWriter::send`] reaches the client at once, not
     /// when the body is complete. `write` runs after the handler has returned, without
     /// holding a worker's turn, so a long stream does not keep other requests waiting.
+    #[allow(dead_code)] // a server that never streams (the starter) has no use for it
     pub fn stream(status: u16, content_type: &str, write: impl FnOnce(&mut BodyWriter) + Send + 'static) -> Response {
         let response = Response::empty(status).with_header("Content-Type", content_type);
         Response { stream: Some(Stream(Box::new(write))), ..response }
@@ -880,6 +881,7 @@ fn write_by(client: &TcpStream, bytes: &[u8], timeout: Duration) -> bool {
 
 // ANCHOR: body_writer
 /// Where a streamed body goes: one HTTP chunk per [`BodyWriter::send`], sent at once.
+#[allow(dead_code)] // a server that never streams (the starter) has no use for it
 pub struct BodyWriter<'a> {
     client: &'a TcpStream,
     /// How long one piece may take to reach the client.
@@ -890,6 +892,7 @@ pub struct BodyWriter<'a> {
     gone: bool,
 }
 
+#[allow(dead_code)] // a server that never streams (the starter) has no use for it
 impl BodyWriter<'_> {
     /// Send `bytes` to the client now. An error means the client has gone: stop
     /// writing, nobody is reading.
@@ -923,6 +926,7 @@ impl BodyWriter<'_> {
 }
 
 /// Whether a socket's peer has closed it: a look at the socket that reads nothing.
+#[allow(dead_code)] // a server that never streams (the starter) has no use for it
 fn peer_closed(socket: &TcpStream) -> bool {
     if socket.set_nonblocking(true).is_err() {
         return true;

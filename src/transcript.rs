@@ -555,7 +555,7 @@ mod tests {
     fn an_exchange_without_a_response_is_an_error() {
         let error = parse("### Lonely\n\n```http\nGET /mcp HTTP/1.1\n```\n").unwrap_err();
         assert_eq!(error.line, 1);
-        assert!(error.message.contains("two http blocks"), "{error}");
+        assert!(error.message.contains("then an http block (the response)"), "{error}");
     }
 
     #[test]

@@ -246,3 +246,33 @@ fn a_panicking_handler_is_a_500() {
         assert!(answer.starts_with(expected), "{path}: {answer:?}");
     }
 }
+
+/// `Config::workers` is how many requests the handler works on at once: with one, a
+/// call that waits makes the next request wait for its turn; with two, it does not.
+#[test]
+fn workers_are_turns_in_the_handler() {
+    for workers in [1, 2] {
+        let (release, released) = mpsc::channel::<()>();
+        let released = std::sync::Mutex::new(released);
+        let address = serve(Config { workers, ..quick() }, move |request| {
+            if request.path == "/wait" {
+                let _ = released.lock().unwrap().recv_timeout(Duration::from_secs(10));
+            }
+            echo(request)
+        });
+        let mut waiting = connect(address);
+        waiting.write_all(b"GET /wait HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        thread::sleep(Duration::from_millis(200)); // the handler is now waiting
+        let mut next = connect(address);
+        next.write_all(b"GET /next HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        next.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        let mut first = [0u8; 12];
+        let answered_at_once = next.read_exact(&mut first).is_ok();
+        assert_eq!(answered_at_once, workers == 2, "workers: {workers}");
+        release.send(()).unwrap();
+        next.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let rest = read_all(&mut next);
+        assert!(answered_at_once || rest.starts_with("HTTP/1.1 200"), "{rest:?}");
+        assert!(read_all(&mut waiting).starts_with("HTTP/1.1 200"));
+    }
+}

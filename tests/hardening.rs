@@ -1,14 +1,13 @@
 //! Chapter 7's hardening, where a transcript cannot show it: several connections at
-//! once (the worker pool), a request with no `Host` at all, the token read from the
+//! once (the workers), a request with no `Host` at all, the token read from the
 //! environment, and the warning printed for an address other machines can reach.
 //!
-//! What stalls a server with one worker, precisely: `tiny_http` gives every connection
-//! a thread of its own that reads the request line and the headers, and reads a body
-//! of up to 1 KiB with a declared `Content-Length` too, before it queues the request.
-//! A larger body (or a chunked one) is read by the worker that takes the request. So a
-//! client that sends half its headers, or half a small body, holds only its own
-//! connection thread; a client that declares a large body and sends it slowly holds a
-//! worker for as long as it likes. These tests pin both facts.
+//! What a slow client holds, precisely: the base gives every connection a thread of
+//! its own, which reads the whole request (head and body, within the request timeout)
+//! before it takes a worker's turn. So a client that sends half its headers, half a
+//! small body or half a large one holds only its own connection's thread, never a
+//! worker, even when there is only one. (A slow tool holds its turn until it returns:
+//! `tests/base.rs` shows that with a handler that waits.)
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -76,37 +75,11 @@ const SLOW_UPLOAD: &str = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type
                            Content-Length: 4096\r\n\r\n{\"jsonrpc\": \"2.0\", ";
 
 #[test]
-fn a_slow_upload_holds_one_worker_and_the_others_still_answer() {
-    let server = Server::start(&["--workers", "2"], &[]);
-    let _slow = hang(server.address, SLOW_UPLOAD);
-    let answer = replay::send(server.address, &ping(&[])).expect("the second worker answers");
-    assert_eq!(answer.status, 200, "{answer:?}");
-}
-
-#[test]
-fn with_one_worker_a_slow_upload_stalls_everyone_else() {
+fn a_slow_upload_stalls_nobody_even_with_one_worker() {
     let server = Server::start(&["--workers", "1"], &[]);
-    let slow = hang(server.address, SLOW_UPLOAD);
-
-    let mut waiting = TcpStream::connect(server.address).unwrap();
-    let body = r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#;
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    waiting.write_all(head.as_bytes()).unwrap();
-    waiting.write_all(body.as_bytes()).unwrap();
-    waiting.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
-    let mut buffer = [0u8; 64];
-    let stalled = waiting.read(&mut buffer);
-    assert!(stalled.is_err(), "the only worker is reading the slow upload, yet got {stalled:?}");
-
-    // The slow client gives up: the worker's read fails, and it takes the next request.
-    drop(slow);
-    waiting.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut response = String::new();
-    waiting.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let _slow = hang(server.address, SLOW_UPLOAD);
+    let answer = replay::send(server.address, &ping(&[])).expect("the one worker answers");
+    assert_eq!(answer.status, 200, "{answer:?}");
 }
 
 #[test]
@@ -135,7 +108,8 @@ fn a_request_without_host_is_refused() {
     stream.write_all(request.as_bytes()).unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.0 403"), "{response}");
+    // HTTP/1.0 may leave `Host` out, so the base lets it through; the guard refuses.
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
 }
 
 #[test]
