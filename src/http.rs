@@ -268,7 +268,7 @@ where
     let _ = client.set_write_timeout(Some(config.request_timeout));
     let mut from_client = BufReader::new(ClientReader::new(client, config.keep_alive_timeout));
     loop {
-        let (head, body) = match next_request(&mut from_client, client, config) {
+        let (mut head, body) = match next_request(&mut from_client, client, config) {
             Ok(Some(request)) => request,
             Ok(None) => return, // the client closed, or stayed idle too long
             Err(refusal) => return refuse(client, refusal),
@@ -276,7 +276,7 @@ where
         let request = Request {
             method: head.method.clone(),
             path: head.target.split('?').next().unwrap_or_default().to_string(),
-            headers: head.headers.clone(),
+            headers: std::mem::take(&mut head.headers), // the answer needs the rest of the head
             body,
         };
         // A bug in a handler must not take the whole server down: answer 500 and go on
@@ -362,6 +362,11 @@ impl Refusal {
         Refusal { status, message: message.to_string() }
     }
 
+    /// Nobody to answer: the client went away. The connection just closes.
+    fn gone() -> Refusal {
+        Refusal::new(0, "the client went away")
+    }
+
     fn bad(problem: &str) -> Refusal {
         Refusal::new(400, &format!("Bad Request: {problem}"))
     }
@@ -373,7 +378,7 @@ impl Refusal {
             io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
                 Refusal::new(408, "Request Timeout: the request did not arrive in time")
             }
-            _ => Refusal::new(0, "the client went away"),
+            _ => Refusal::gone(),
         }
     }
 }
@@ -445,7 +450,7 @@ fn read_head(from_client: &mut impl BufRead) -> Result<Vec<u8>, Refusal> {
         let read = from_client.take(budget).read_until(b'\n', &mut head).map_err(Refusal::from_io)?;
         let line = &head[start..];
         if read == 0 {
-            return Err(Refusal::new(0, "the client went away mid-head"));
+            return Err(Refusal::gone());
         }
         if head.len() > MAX_HEAD_BYTES {
             return Err(Refusal::new(431, "Request Header Fields Too Large: the head is over 64 KiB"));
@@ -628,7 +633,11 @@ fn parse_field(line: &[u8]) -> Result<(String, String), Refusal> {
     if name.is_empty() || !name.iter().all(|&byte| is_token(byte)) {
         return Err(Refusal::bad("a header name is not a token (a space before the colon?)"));
     }
-    let value = value.trim_ascii();
+    // Optional whitespace around the value is spaces and tabs (RFC 9110, section 5.6.3).
+    let is_blank = |byte: &u8| *byte == b' ' || *byte == b'\t';
+    let start = value.iter().position(|byte| !is_blank(byte)).unwrap_or(value.len());
+    let end = value.iter().rposition(|byte| !is_blank(byte)).map_or(start, |last| last + 1);
+    let value = &value[start..end];
     if !value.iter().all(|&byte| is_field_byte(byte)) {
         return Err(Refusal::bad("a header value holds a control character or a byte outside ASCII"));
     }
@@ -699,7 +708,7 @@ fn read_body(from_client: &mut impl BufRead, client: &TcpStream, head: &Head, li
             let mut body = Vec::with_capacity(length as usize);
             from_client.take(length).read_to_end(&mut body).map_err(Refusal::from_io)?;
             if body.len() as u64 != length {
-                return Err(Refusal::new(0, "the client went away mid-body"));
+                return Err(Refusal::gone());
             }
             Ok(body)
         }
@@ -785,37 +794,27 @@ fn read_short_line(from_client: &mut impl BufRead) -> Result<Vec<u8>, ChunkProbl
 fn send_answer(client: &TcpStream, head: &Head, response: Response, timeout: Duration) -> bool {
     let mut response = checked(response);
     let no_body = head.method == "HEAD" || matches!(response.status, 204 | 304);
-    let stream = response.stream.take().filter(|_| !no_body);
+    let status = tiny_http::StatusCode(response.status);
     let headers: Vec<tiny_http::Header> = response
         .headers
         .iter()
         .filter_map(|(name, value)| tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).ok())
         .collect();
-    let status = tiny_http::StatusCode(response.status);
-    let (body, length) = match stream {
-        // HTTP/1.1: chunks, each sent as it is written.
-        Some(stream) if !head.http_1_0 => {
-            let head_bytes = tiny_http_head(status, headers, None, head);
-            return send_stream(client, &head_bytes, stream, timeout) && !head.close;
+    if let Some(stream) = response.stream.take().filter(|_| !no_body) {
+        if !head.http_1_0 {
+            let start = tiny_http_head(status, headers, None, head);
+            return send_stream(client, &start, stream, timeout) && !head.close;
         }
         // HTTP/1.0 has no chunks: the stream is collected, and sent whole when it ends.
-        Some(stream) => {
-            let mut writer = BodyWriter { client, timeout, collected: Some(Vec::new()), gone: false };
-            write_stream(stream, &mut writer);
-            let body = writer.collected.unwrap_or_default();
-            let length = body.len();
-            (body, length)
-        }
-        None => {
-            let length = response.body.len();
-            (response.body, length)
-        }
-    };
-    let mut answer = tiny_http_head(status, headers, Some(length), head);
-    if !no_body {
-        answer.extend_from_slice(&body);
+        let mut writer = BodyWriter { client, timeout, collected: Some(Vec::new()), gone: false };
+        write_stream(stream, &mut writer);
+        response.body = writer.collected.unwrap_or_default();
     }
-    write_by(client, &answer, timeout) && !head.close
+    let mut answer = tiny_http_head(status, headers, Some(response.body.len()), head);
+    if !no_body {
+        answer.extend_from_slice(&response.body);
+    }
+    write_by(client, &answer, timeout) && !head.close // head and body in one write
 }
 
 /// The head of an answer, as `tiny_http` writes it: the status line, `Server` and
