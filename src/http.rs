@@ -524,14 +524,17 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
     for line in field_lines {
         fields.push(parse_field(line)?);
     }
-    let values = |name: &'static str| fields.iter().filter(move |(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, v)| v);
+    let values =
+        |name: &'static str| fields.iter().filter(move |(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, v)| v);
 
     let lengths: Vec<&String> = values("content-length").collect();
     let codings: Vec<&String> = values("transfer-encoding").collect();
     let body = match (lengths.as_slice(), codings.as_slice()) {
         ([], []) => Framing::Empty,
         ([length], []) => Framing::Length(parse_length(length)?),
-        ([], [coding]) if http_1_0 => return Err(Refusal::bad(&format!("HTTP/1.0 has no Transfer-Encoding ({coding})"))),
+        ([], [coding]) if http_1_0 => {
+            return Err(Refusal::bad(&format!("HTTP/1.0 has no Transfer-Encoding ({coding})")));
+        }
         ([], [coding]) if coding.eq_ignore_ascii_case("chunked") => Framing::Chunked,
         ([], [_]) => {
             return Err(Refusal::new(501, "Not Implemented: the only Transfer-Encoding this server reads is chunked"));
@@ -628,7 +631,8 @@ fn parse_field(line: &[u8]) -> Result<(String, String), Refusal> {
     if line.first().is_some_and(|&byte| byte == b' ' || byte == b'\t') {
         return Err(Refusal::bad("a folded header line (one that begins with a space)"));
     }
-    let colon = line.iter().position(|&byte| byte == b':').ok_or_else(|| Refusal::bad("a header line without a colon"))?;
+    let colon =
+        line.iter().position(|&byte| byte == b':').ok_or_else(|| Refusal::bad("a header line without a colon"))?;
     let (name, value) = (&line[..colon], &line[colon + 1..]);
     if name.is_empty() || !name.iter().all(|&byte| is_token(byte)) {
         return Err(Refusal::bad("a header name is not a token (a space before the colon?)"));
@@ -661,7 +665,9 @@ fn split_target(target: &str, method: &str) -> Result<(String, Option<String>), 
         return Ok((target.to_string(), None));
     }
     let lowercase = target.to_ascii_lowercase();
-    let Some(rest) = ["http://", "https://"].iter().find_map(|scheme| lowercase.starts_with(scheme).then(|| &target[scheme.len()..]))
+    let Some(rest) = ["http://", "https://"]
+        .iter()
+        .find_map(|scheme| lowercase.starts_with(scheme).then(|| &target[scheme.len()..]))
     else {
         return Err(Refusal::bad("the request target is not a path"));
     };
@@ -690,7 +696,12 @@ fn is_field_byte(byte: u8) -> bool {
 /// Read the body the head announces, at most `limit` bytes of it. A declared length
 /// over the limit is refused before a byte of the body is read; a chunked body, once
 /// more than the limit has arrived.
-fn read_body(from_client: &mut impl BufRead, client: &TcpStream, head: &Head, limit: usize) -> Result<Vec<u8>, Refusal> {
+fn read_body(
+    from_client: &mut impl BufRead,
+    client: &TcpStream,
+    head: &Head,
+    limit: usize,
+) -> Result<Vec<u8>, Refusal> {
     let too_large = || Refusal::new(413, &format!("Request body larger than {limit} bytes"));
     if let Framing::Length(length) = head.body
         && length > limit as u64
@@ -828,8 +839,8 @@ fn tiny_http_head(
     length: Option<usize>,
     request: &Head,
 ) -> Vec<u8> {
-    let answer = tiny_http::Response::new(status, headers, io::empty(), length, None)
-        .with_chunked_threshold(usize::MAX); // a known length is always sent as one
+    let answer =
+        tiny_http::Response::new(status, headers, io::empty(), length, None).with_chunked_threshold(usize::MAX); // a known length is always sent as one
     let mut bytes = Vec::with_capacity(256 + length.unwrap_or(0));
     // `&[]`: the request's headers (its `TE` above all) have no say in the framing.
     // `true`: the head only; the body, if any, follows it from the caller. (A HEAD
@@ -852,9 +863,10 @@ fn tiny_http_head(
 /// splitting). The base frames the body itself, so a handler's framing headers go.
 fn checked(mut response: Response) -> Response {
     let valid = (200..=599).contains(&response.status)
-        && response.headers.iter().all(|(name, value)| {
-            !name.is_empty() && name.bytes().all(is_token) && value.bytes().all(is_field_byte)
-        });
+        && response
+            .headers
+            .iter()
+            .all(|(name, value)| !name.is_empty() && name.bytes().all(is_token) && value.bytes().all(is_field_byte));
     if !valid {
         eprintln!("http: the handler's response cannot go on the wire (status {}); answering 500", response.status);
         return Response::empty(500);

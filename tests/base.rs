@@ -20,11 +20,7 @@ fn serve(config: Config, handler: impl Fn(&Request) -> Response + Send + Sync + 
 }
 
 fn quick() -> Config {
-    Config {
-        keep_alive_timeout: Duration::from_secs(1),
-        request_timeout: Duration::from_secs(1),
-        ..Config::default()
-    }
+    Config { keep_alive_timeout: Duration::from_secs(1), request_timeout: Duration::from_secs(1), ..Config::default() }
 }
 
 fn echo(request: &Request) -> Response {
@@ -117,7 +113,9 @@ fn a_streamed_body_reaches_the_client_as_it_is_written() {
         })
     });
     let mut stream = connect(address);
-    stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    stream
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .unwrap();
     let mut reader = BufReader::new(stream);
     let mut head = String::new();
     while !head.ends_with("\r\n\r\n") {
@@ -240,7 +238,9 @@ fn a_panicking_handler_is_a_500() {
     });
     for path in ["/panic", "/mcp", "/panic", "/mcp"] {
         let mut stream = connect(address);
-        stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+        stream
+            .write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
+            .unwrap();
         let answer = read_all(&mut stream);
         let expected = if path == "/panic" { "HTTP/1.1 500" } else { "HTTP/1.1 200" };
         assert!(answer.starts_with(expected), "{path}: {answer:?}");

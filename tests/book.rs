@@ -55,8 +55,17 @@ fn resolve(page: &Path, include: &str) -> Result<String, String> {
             lines.get(from.saturating_sub(1)..to.min(lines.len())).unwrap_or(&[]).to_vec()
         }
         Some(anchor) => {
-            let start = lines.iter().position(|l| l.trim_end().ends_with(&format!("ANCHOR: {anchor}")));
-            let end = lines.iter().position(|l| l.trim_end().ends_with(&format!("ANCHOR_END: {anchor}")));
+            // As mdBook reads them: `ANCHOR: name` anywhere in a line (in a Rust comment,
+            // or in an HTML comment in Markdown), the name ending at a non-word character.
+            let marks = |line: &str, mark: &str| {
+                line.split(mark).skip(1).any(|rest| {
+                    rest.trim_start()
+                        .strip_prefix(anchor)
+                        .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '-'))
+                })
+            };
+            let start = lines.iter().position(|l| marks(l, "ANCHOR:"));
+            let end = lines.iter().position(|l| marks(l, "ANCHOR_END:"));
             match (start, end) {
                 (Some(start), Some(end)) if start < end => lines[start + 1..end].to_vec(),
                 _ => return Err(format!("{}: no ANCHOR/ANCHOR_END pair named {anchor:?}", file.display())),

@@ -315,8 +315,10 @@ fn expect_100_continue_is_answered_by_the_door_then_the_request() {
     let answer = send(server.address, &post("Expect: 100-continue\r\nConnection: close\r\n", PING_ME));
     assert!(answer.starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200"), "{answer:?}");
     // A body over the limit is refused before the client is told to send it.
-    let answer =
-        send(server.address, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 5000000\r\n\r\n");
+    let answer = send(
+        server.address,
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 5000000\r\n\r\n",
+    );
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
 }
 

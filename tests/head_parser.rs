@@ -8,7 +8,7 @@
 //! headers and body. So a head the door accepts has only one reading: there is nothing
 //! for a second reader in front of it (a proxy) to read differently.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -77,7 +77,7 @@ const ENDS: &[&str] = &["\r\n", "\r\n", "\r\n", "\r\n", "\r\n", "\r\n", "\n", "\
 /// with a line end drawn for each line.
 fn generate(dice: &mut Dice) -> Vec<u8> {
     let careful = dice.roll(2) == 0;
-    let mut end = |dice: &mut Dice| if careful { "\r\n" } else { dice.pick(ENDS) };
+    let end = |dice: &mut Dice| if careful { "\r\n" } else { dice.pick(ENDS) };
     let mut head = format!("{} {} {}", dice.pick(METHODS), dice.pick(TARGETS), dice.pick(VERSIONS));
     head.push_str(end(dice));
     if dice.roll(8) != 0 {
@@ -176,7 +176,9 @@ fn every_head_the_door_accepts_reads_one_way_only() {
         // The head's own lines all end in CRLF, and nothing else is a line end.
         let text = raw.strip_suffix(b"\r\n\r\n").expect("an accepted head ends in CRLF CRLF");
         let bare = text.windows(2).enumerate().any(|(i, pair)| {
-            (pair[1] == b'\n' && pair[0] != b'\r') || (pair[0] == b'\r' && pair[1] != b'\n') || (i == 0 && pair[0] == b'\n')
+            (pair[1] == b'\n' && pair[0] != b'\r')
+                || (pair[0] == b'\r' && pair[1] != b'\n')
+                || (i == 0 && pair[0] == b'\n')
         });
         assert!(!bare && !text.ends_with(b"\r"), "{shown:?} has a bare CR or LF, yet was accepted");
 
@@ -191,7 +193,10 @@ fn every_head_the_door_accepts_reads_one_way_only() {
         }
     }
     // The generator must reach both sides, or the test proves little.
-    assert!(accepted > 500 && refused > 500 && compared > 300, "accepted {accepted} ({compared} compared), refused {refused}");
+    assert!(
+        accepted > 500 && refused > 500 && compared > 300,
+        "accepted {accepted} ({compared} compared), refused {refused}"
+    );
 }
 
 /// A few heads, decided by hand: what the parser must answer for each.
@@ -200,7 +205,8 @@ fn the_parser_decides_these_heads_so() {
     let accepted = |raw: &str| parse_head(raw.as_bytes()).unwrap_or_else(|r| panic!("{raw:?}: {r:?}"));
     let status = |raw: &str| parse_head(raw.as_bytes()).expect_err(raw).status;
 
-    let head = accepted("POST /mcp?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 7\r\nConnection: close\r\nX-A:  b \r\n\r\n");
+    let head =
+        accepted("POST /mcp?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 7\r\nConnection: close\r\nX-A:  b \r\n\r\n");
     assert_eq!((head.method.as_str(), head.target.as_str()), ("POST", "/mcp?x=1"));
     assert_eq!(head.body, Framing::Length(7));
     assert!(head.close && !head.http_1_0 && !head.expects_continue);
@@ -214,7 +220,10 @@ fn the_parser_decides_these_heads_so() {
     assert!(head.http_1_0 && head.close, "HTTP/1.0 closes unless asked to keep alive");
     assert!(!accepted("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").close);
     assert_eq!(accepted("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n").body, Framing::Chunked);
-    assert_eq!(accepted("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n").body, Framing::Length(u64::MAX));
+    assert_eq!(
+        accepted("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n").body,
+        Framing::Length(u64::MAX)
+    );
 
     assert_eq!(status("GET / HTTP/1.1\r\nHost: a\nX: y\r\n\r\n"), 400);
     assert_eq!(status("GET / HTTP/1.1\r\nHost: a\rX: y\r\n\r\n"), 400);

@@ -83,7 +83,8 @@ fn forward(starter: SocketAddr, request: &Request) -> std::io::Result<Response> 
         body: String::from_utf8_lossy(&request.body).into_owned(),
     };
     let answer = replay::send(starter, &sent)?;
-    Ok(Response { headers: end_to_end(&answer.headers), ..Response::empty(answer.status) }.with_body(answer.body.into_bytes()))
+    Ok(Response { headers: end_to_end(&answer.headers), ..Response::empty(answer.status) }
+        .with_body(answer.body.into_bytes()))
 }
 
 /// The headers that belong to the message, not to one connection: `send` and the base
