@@ -12,8 +12,9 @@ flags are the same. What it measures, for each server:
 
 The servers: the workbook's starter (or, with --starter, any workbook binary that
 has PingME), the same two tools on the official Rust SDK (rmcp) and on the
-official Python SDK (mcp), and as the ceiling the workbook's bare tiny_http base
-answering one fixed response. Every run starts each server afresh and measures the
+official Python SDK (mcp), and two ceilings answering one fixed response: the
+workbook's bare base (its door and tiny_http writing the answer), and tiny_http
+alone, clients talking to it with no door (what the door costs). Every run starts each server afresh and measures the
 servers in turn, so a slow drift of the machine touches all of them alike; each
 peer's figures are divided by the starter's *from the same run* (paired ratios),
 and the report gives the median ratio with its min and max over the runs.
@@ -384,6 +385,26 @@ class Ceiling(CargoServer):
         return [str(self.binary), "--bind", f"127.0.0.1:{port}", "--workers", str(self.workers or 1)]
 
 
+class TinyHttpAlone(CargoServer):
+    key = "tiny_http"
+    label = "tiny_http alone (no door)"
+
+    def __init__(self, workers: int | None):
+        super().__init__()
+        self.manifest = BENCH / "Cargo.toml"
+        self.binary_name = "bench-tiny-http-alone"
+        self.package_args = ["-p", "bench-tiny-http-alone"]
+        self.workers = workers
+
+    def config(self) -> str:
+        return (f"tiny_http {sdk_version(BENCH / 'Cargo.lock', 'tiny_http')}'s own server, clients connected to it "
+                f"directly, answering a fixed PingME response, no JSON parsed, {self.workers or 1} worker threads, "
+                "cargo release profile")
+
+    def command(self, port: int) -> list[str]:
+        return [str(self.binary), "--bind", f"127.0.0.1:{port}", "--workers", str(self.workers or 1)]
+
+
 class Python(Server):
     key = "python"
     label = "mcp (Python SDK)"
@@ -637,7 +658,7 @@ def main() -> None:
                         help="take the starter from the workbook checked out in DIR, as it is (for trying a change)")
     parser.add_argument("--source-note", metavar="TEXT",
                         help="how to describe the starter's source in the results (with --workbook)")
-    parser.add_argument("--servers", default="starter,rmcp,python,ceiling",
+    parser.add_argument("--servers", default="starter,rmcp,python,ceiling,tiny_http",
                         help="which servers, comma-separated (the starter is always measured)")
     parser.add_argument("--runs", type=int, default=3, help="runs of the whole load matrix (default 3)")
     parser.add_argument("--duration", type=int, default=10, help="seconds per measured load (default 10)")
@@ -646,7 +667,7 @@ def main() -> None:
     parser.add_argument("--build-runs", type=int, default=3,
                         help="cold builds per Rust server (default 3; 0 = warm build, not timed)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="--workers for the starter and the ceiling (default: the starter's own default)")
+                        help="--workers for the starter and the ceilings (default: the starter's own default)")
     parser.add_argument("--no-pin", action="store_true",
                         help="do not pin: server and wrk share every CPU (default: server on CPU 1, wrk on CPU 0)")
     parser.add_argument("--quick", action="store_true",
@@ -684,6 +705,7 @@ def main() -> None:
         "python": lambda: Python(server_cpu_count),
         # The ceiling runs as many workers as the starter would by default (one per CPU it may use).
         "ceiling": lambda: Ceiling(workbook, args.workers or server_cpu_count),
+        "tiny_http": lambda: TinyHttpAlone(args.workers or server_cpu_count),
     }
     servers: list[Server] = [catalogue[k]() for k in wanted]
 

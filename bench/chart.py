@@ -23,6 +23,7 @@ STYLE = {  # key: (colour, dash pattern, marker)
     "rmcp": ("#d9711c", "", "square"),
     "python": ("#2e8b3a", "", "diamond"),
     "ceiling": ("#7a7a7a", "6 4", "circle"),
+    "tiny_http": ("#a0a0a0", "2 3", "square"),
 }
 WIDTH, HEIGHT = 720, 430
 LEFT, RIGHT, TOP, BOTTOM = 78, 200, 74, 58

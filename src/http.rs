@@ -509,6 +509,10 @@ const HOP_BY_HOP: &[&str] = &[
     "content-length",
 ];
 
+fn is_hop_by_hop(name: &str) -> bool {
+    HOP_BY_HOP.iter().any(|hop| hop.eq_ignore_ascii_case(name))
+}
+
 /// Read a request head strictly, or refuse it. Where two readers of the same bytes could
 /// disagree (a bare CR or LF, two lengths, a length and chunks), the door does not guess:
 /// a request one server reads as two is how one user's request gets another's answer
@@ -561,10 +565,7 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
     let (target, authority) = split_target(&target, &method)?;
     let headers = fields
         .into_iter()
-        .filter(|(name, _)| {
-            let name = name.to_ascii_lowercase();
-            !HOP_BY_HOP.contains(&name.as_str()) && !options.contains(&name)
-        })
+        .filter(|(name, _)| !is_hop_by_hop(name) && !options.iter().any(|option| option.eq_ignore_ascii_case(name)))
         .map(|(name, value)| match &authority {
             Some(authority) if name.eq_ignore_ascii_case("host") => (name, authority.clone()),
             _ => (name, value),
@@ -585,16 +586,18 @@ fn crlf_lines(raw: &[u8]) -> Result<Vec<&[u8]>, Refusal> {
     };
     let mut lines = Vec::new();
     let mut start = 0;
-    for end in 0..text.len() {
-        if text[end..].starts_with(b"\r\n") {
-            lines.push(&text[start..end]);
-            start = end + 2;
+    for (at, &byte) in text.iter().enumerate() {
+        match byte {
+            b'\n' if at > start && text[at - 1] == b'\r' => {
+                lines.push(&text[start..at - 1]);
+                start = at + 1;
+            }
+            b'\n' => return Err(bare()),
+            b'\r' if text.get(at + 1) != Some(&b'\n') => return Err(bare()),
+            _ => {}
         }
     }
     lines.push(&text[start..]);
-    if lines.iter().any(|line| line.contains(&b'\r') || line.contains(&b'\n')) {
-        return Err(bare());
-    }
     Ok(lines)
 }
 
@@ -620,9 +623,7 @@ fn parse_request_line(line: &[u8]) -> Result<(String, String, bool), Refusal> {
         }
         _ => return Err(Refusal::bad("the version is not HTTP/1.1")),
     };
-    // Both checked to be ASCII above.
-    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
-    Ok((text(method), text(target), http_1_0))
+    Ok((ascii(method), ascii(target), http_1_0))
 }
 
 /// `Name: value`. No space before the colon, no line folding (a line that begins with
@@ -645,8 +646,7 @@ fn parse_field(line: &[u8]) -> Result<(String, String), Refusal> {
     if !value.iter().all(|&byte| is_field_byte(byte)) {
         return Err(Refusal::bad("a header value holds a control character or a byte outside ASCII"));
     }
-    // Both checked to be ASCII above.
-    Ok((String::from_utf8_lossy(name).into_owned(), String::from_utf8_lossy(value).into_owned()))
+    Ok((ascii(name), ascii(value)))
 }
 
 /// `Content-Length`: digits and nothing else (no sign, no list, no spaces inside).
@@ -678,6 +678,11 @@ fn split_target(target: &str, method: &str) -> Result<(String, Option<String>), 
     }
     let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
     Ok((path, Some(authority.to_string())))
+}
+
+/// Bytes checked to be ASCII (a token, a target, a field value), as a `String`.
+fn ascii(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("checked to be ASCII")
 }
 
 /// A token's characters (RFC 9110, section 5.6.2): methods and header names.
@@ -871,7 +876,7 @@ fn checked(mut response: Response) -> Response {
         eprintln!("http: the handler's response cannot go on the wire (status {}); answering 500", response.status);
         return Response::empty(500);
     }
-    response.headers.retain(|(name, _)| !HOP_BY_HOP.contains(&name.to_ascii_lowercase().as_str()));
+    response.headers.retain(|(name, _)| !is_hop_by_hop(name));
     response
 }
 
