@@ -70,7 +70,7 @@ fn nothing_but_messages_on_stdout_and_the_log_on_stderr() {
     assert_eq!(stdout_lines(&output).len(), 1);
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(log.contains("serving MCP on stdin/stdout"), "{log}");
-    assert!(log.contains("notification: notifications/initialized"), "{log}");
+    assert!(log.contains(r#"notification: "notifications/initialized""#), "{log}");
     assert!(log.contains("stdin closed: exiting"), "{log}");
 }
 

@@ -47,7 +47,7 @@ fn handle(request: &Request) -> Response {
         Ok(Message::Request { id, method, params }) => reply(200, id, dispatch(&method, params.as_ref())),
         // Nobody waits for an answer to these: acknowledge, with no body.
         Ok(Message::Notification { method }) => {
-            eprintln!("notification: {method}");
+            eprintln!("notification: {:?}", echo(&method));
             Response::empty(202)
         }
         Ok(Message::Response) => Response::empty(202),
@@ -89,7 +89,16 @@ impl RpcError {
     }
 
     fn method_not_found(method: &str) -> RpcError {
-        RpcError { code: -32601, message: format!("Method not found: {method}") }
+        RpcError { code: -32601, message: format!("Method not found: {}", echo(method)) }
+    }
+}
+/// Something the client sent, for an error message or the log: at most 80 characters.
+/// An answer never repeats a long input back: a 4 MiB name is answered in a line, not
+/// in 4 MiB (or many times that once its control characters are escaped).
+fn echo(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
     }
 }
 // ANCHOR_END: message

@@ -60,7 +60,7 @@ fn handle(request: &Request) -> Response {
         Ok(Message::Request { id, method, params }) => reply(200, id, dispatch(&method, params.as_ref())),
         // Nobody waits for an answer to these: acknowledge, with no body.
         Ok(Message::Notification { method }) => {
-            eprintln!("notification: {method}");
+            eprintln!("notification: {:?}", echo(&method));
             Response::empty(202)
         }
         Ok(Message::Response) => Response::empty(202),
@@ -102,11 +102,20 @@ impl RpcError {
     }
 
     fn method_not_found(method: &str) -> RpcError {
-        RpcError { code: -32601, message: format!("Method not found: {method}") }
+        RpcError { code: -32601, message: format!("Method not found: {}", echo(method)) }
     }
 
     fn invalid_params(detail: &str) -> RpcError {
         RpcError { code: -32602, message: format!("Invalid params: {detail}") }
+    }
+}
+/// Something the client sent, for an error message or the log: at most 80 characters.
+/// An answer never repeats a long input back: a 4 MiB name is answered in a line, not
+/// in 4 MiB (or many times that once its control characters are escaped).
+fn echo(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
     }
 }
 // ANCHOR_END: message
@@ -237,9 +246,10 @@ fn tools_list(params: Option<&Value>) -> Result<Value, RpcError> {
     // out a cursor, and any cursor it receives is one it did not issue.
     match params.and_then(|p| p.get("cursor")) {
         None => Ok(json!({ "tools": tools().into_iter().map(|tool| tool.definition).collect::<Vec<_>>() })),
-        Some(Value::String(cursor)) => {
-            Err(RpcError::invalid_params(&format!("unknown cursor {cursor:?}: this server issues no cursors")))
-        }
+        Some(Value::String(cursor)) => Err(RpcError::invalid_params(&format!(
+            "unknown cursor \"{}\": this server issues no cursors",
+            echo(cursor)
+        ))),
         Some(_) => Err(RpcError::invalid_params("`cursor` must be a string")),
     }
 }
@@ -341,6 +351,7 @@ fn tools() -> Vec<Tool> {
                         "rate": {
                             "type": "number",
                             "minimum": 0,
+                            "maximum": 1_000_000,
                             "description": "The hourly base rate, in the user's currency, for example 20. \
                                 The tool does not convert currencies.",
                         },
@@ -403,7 +414,7 @@ struct OvertimePay {
 fn calculate_overtime(arguments: &Map<String, Value>) -> ToolResult {
     let arguments: OvertimeArguments = match serde_json::from_value(Value::Object(arguments.clone())) {
         Ok(arguments) => arguments,
-        Err(error) => return ToolResult::error(format!("Invalid arguments: {error}")),
+        Err(error) => return ToolResult::error(format!("Invalid arguments: {}", echo(&error.to_string()))),
     };
     let pay = overtime_pay(&arguments);
     ToolResult::text(format!(

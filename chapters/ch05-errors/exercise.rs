@@ -82,7 +82,7 @@ fn handle(request: &Request, tools: &[Tool]) -> Response {
         }
         // Nobody waits for an answer to these: acknowledge, with no body.
         Ok(Message::Notification { method }) => {
-            eprintln!("notification: {method}");
+            eprintln!("notification: {:?}", echo(&method));
             Response::empty(202)
         }
         Ok(Message::Response) => Response::empty(202),
@@ -170,7 +170,7 @@ impl RpcError {
     }
 
     fn method_not_found(method: &str) -> RpcError {
-        RpcError { code: -32601, message: format!("Method not found: {method}") }
+        RpcError { code: -32601, message: format!("Method not found: {}", echo(method)) }
     }
 
     fn invalid_params(detail: &str) -> RpcError {
@@ -179,6 +179,15 @@ impl RpcError {
 
     fn internal_error(detail: &str) -> RpcError {
         RpcError { code: -32603, message: format!("Internal error: {detail}") }
+    }
+}
+/// Something the client sent, for an error message or the log: at most 80 characters.
+/// An answer never repeats a long input back: a 4 MiB name is answered in a line, not
+/// in 4 MiB (or many times that once its control characters are escaped).
+fn echo(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
     }
 }
 // ANCHOR_END: message
@@ -309,9 +318,10 @@ fn tools_list(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
     // out a cursor, and any cursor it receives is one it did not issue.
     match params.and_then(|p| p.get("cursor")) {
         None => Ok(json!({ "tools": tools.iter().map(|tool| &tool.definition).collect::<Vec<_>>() })),
-        Some(Value::String(cursor)) => {
-            Err(RpcError::invalid_params(&format!("unknown cursor {cursor:?}: this server issues no cursors")))
-        }
+        Some(Value::String(cursor)) => Err(RpcError::invalid_params(&format!(
+            "unknown cursor \"{}\": this server issues no cursors",
+            echo(cursor)
+        ))),
         Some(_) => Err(RpcError::invalid_params("`cursor` must be a string")),
     }
 }
@@ -334,7 +344,7 @@ fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
     let tool = tools
         .iter()
         .find(|tool| tool.definition["name"] == name)
-        .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool {name:?}")))?;
+        .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool \"{}\"", echo(name))))?;
     // TODO: run the tool only with arguments that fit its `inputSchema` (see
     // `check_arguments`); arguments that do not are a failed result telling the model
     // what to fix. A tool that panics is an internal error for this request alone,
@@ -458,6 +468,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                         "rate": {
                             "type": "number",
                             "minimum": 0,
+                            "maximum": 1_000_000,
                             "description": "The hourly base rate, in the user's currency, for example 20. \
                                 The tool does not convert currencies.",
                         },
@@ -540,7 +551,7 @@ struct OvertimePay {
 fn calculate_overtime(arguments: &Map<String, Value>) -> ToolResult {
     let arguments: OvertimeArguments = match serde_json::from_value(Value::Object(arguments.clone())) {
         Ok(arguments) => arguments,
-        Err(error) => return ToolResult::error(format!("Invalid arguments: {error}")),
+        Err(error) => return ToolResult::error(format!("Invalid arguments: {}", echo(&error.to_string()))),
     };
     let pay = overtime_pay(&arguments);
     ToolResult::text(format!(

@@ -85,7 +85,7 @@ fn handle(request: &Request, tools: &[Tool]) -> Response {
         }
         // Nobody waits for an answer to these: acknowledge, with no body.
         Ok(Message::Notification { method }) => {
-            eprintln!("notification: {method}");
+            eprintln!("notification: {:?}", echo(&method));
             Response::empty(202)
         }
         Ok(Message::Response) => Response::empty(202),
@@ -188,7 +188,7 @@ impl RpcError {
     }
 
     fn method_not_found(method: &str) -> RpcError {
-        RpcError { code: -32601, message: format!("Method not found: {method}") }
+        RpcError { code: -32601, message: format!("Method not found: {}", echo(method)) }
     }
 
     fn invalid_params(detail: &str) -> RpcError {
@@ -197,6 +197,15 @@ impl RpcError {
 
     fn internal_error(detail: &str) -> RpcError {
         RpcError { code: -32603, message: format!("Internal error: {detail}") }
+    }
+}
+/// Something the client sent, for an error message or the log: at most 80 characters.
+/// An answer never repeats a long input back: a 4 MiB name is answered in a line, not
+/// in 4 MiB (or many times that once its control characters are escaped).
+fn echo(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
     }
 }
 // ANCHOR_END: message
@@ -327,9 +336,10 @@ fn tools_list(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
     // out a cursor, and any cursor it receives is one it did not issue.
     match params.and_then(|p| p.get("cursor")) {
         None => Ok(json!({ "tools": tools.iter().map(|tool| &tool.definition).collect::<Vec<_>>() })),
-        Some(Value::String(cursor)) => {
-            Err(RpcError::invalid_params(&format!("unknown cursor {cursor:?}: this server issues no cursors")))
-        }
+        Some(Value::String(cursor)) => Err(RpcError::invalid_params(&format!(
+            "unknown cursor \"{}\": this server issues no cursors",
+            echo(cursor)
+        ))),
         Some(_) => Err(RpcError::invalid_params("`cursor` must be a string")),
     }
 }
@@ -352,7 +362,7 @@ fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
     let tool = tools
         .iter()
         .find(|tool| tool.definition["name"] == name)
-        .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool {name:?}")))?;
+        .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool \"{}\"", echo(name))))?;
     // Arguments that break the tool's schema are the model's mistake, and the model can
     // fix it: a failed result saying what to fix, not a protocol error (2025-11-25).
     let problems = check_arguments(&tool.definition["inputSchema"], arguments);
@@ -392,24 +402,32 @@ fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Vec<String
         if let Some(expected) = property["type"].as_str()
             && !has_type(value, expected)
         {
-            problems.push(format!("`{name}` must be of type {expected}, not {value}"));
+            problems.push(format!("`{name}` must be of type {expected}, not {}", echo(&value.to_string())));
             continue;
         }
         if let Some(allowed) = property["enum"].as_array()
             && !allowed.contains(value)
         {
             let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            problems.push(format!("`{name}` must be one of {}, not {value}", allowed.join(", ")));
+            problems.push(format!("`{name}` must be one of {}, not {}", allowed.join(", "), echo(&value.to_string())));
         }
         if let (Some(number), Some(minimum)) = (value.as_f64(), property["minimum"].as_f64())
             && number < minimum
         {
-            problems.push(format!("`{name}` must be at least {}, not {value}", property["minimum"]));
+            problems.push(format!(
+                "`{name}` must be at least {}, not {}",
+                property["minimum"],
+                echo(&value.to_string())
+            ));
         }
         if let (Some(number), Some(maximum)) = (value.as_f64(), property["maximum"].as_f64())
             && number > maximum
         {
-            problems.push(format!("`{name}` must be at most {}, not {value}", property["maximum"]));
+            problems.push(format!(
+                "`{name}` must be at most {}, not {}",
+                property["maximum"],
+                echo(&value.to_string())
+            ));
         }
     }
     problems
@@ -530,6 +548,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                         "rate": {
                             "type": "number",
                             "minimum": 0,
+                            "maximum": 1_000_000,
                             "description": "The hourly base rate, in the user's currency, for example 20. \
                                 The tool does not convert currencies.",
                         },
@@ -649,7 +668,7 @@ struct OvertimePay {
 fn calculate_overtime(arguments: &Map<String, Value>) -> ToolResult {
     let arguments: OvertimeArguments = match serde_json::from_value(Value::Object(arguments.clone())) {
         Ok(arguments) => arguments,
-        Err(error) => return ToolResult::error(format!("Invalid arguments: {error}")),
+        Err(error) => return ToolResult::error(format!("Invalid arguments: {}", echo(&error.to_string()))),
     };
     ToolResult::structured(&overtime_pay(&arguments))
 }

@@ -129,7 +129,7 @@ fn handle(request: &Request, tools: &[Tool], guard: &Guard) -> Response {
         }
         // Nobody waits for an answer to these: acknowledge, with no body.
         Message::Notification { method } => {
-            eprintln!("notification: {method}");
+            eprintln!("notification: {:?}", echo(&method));
             Response::empty(202)
         }
         Message::Response => Response::empty(202),
@@ -239,14 +239,17 @@ impl Guard {
         // still says that name in `Host`.
         let host = request.header("Host").unwrap_or("");
         if !self.answers_as(host) {
-            return Err(refusal(403, &format!("Forbidden: Host '{host}' is not a name this server answers to")));
+            return Err(refusal(
+                403,
+                &format!("Forbidden: Host '{}' is not a name this server answers to", echo(host)),
+            ));
         }
         // A web page on another site, sending requests from the user's own browser.
         // Browsers say which site in `Origin`; other clients do not send one.
         if let Some(origin) = request.header("Origin")
             && !self.allows_origin(origin)
         {
-            return Err(refusal(403, &format!("Forbidden: Origin '{origin}' is not allowed")));
+            return Err(refusal(403, &format!("Forbidden: Origin '{}' is not allowed", echo(origin))));
         }
         // Anyone else who can reach the port: other users, other programs.
         let Some(expected) = &self.token else { return Ok(()) };
@@ -332,7 +335,8 @@ fn check_protocol_version(request: &Request, message: &Message) -> Result<(), Rp
         None => Ok(()),
         Some(version) if SUPPORTED_VERSIONS.contains(&version) || MODERN_VERSIONS.contains(&version) => Ok(()),
         Some(version) => Err(RpcError::invalid_request(&format!(
-            "unsupported MCP-Protocol-Version '{version}'; this server speaks {}",
+            "unsupported MCP-Protocol-Version '{}'; this server speaks {}",
+            echo(version),
             all_versions().join(", ")
         ))),
     }
@@ -418,7 +422,11 @@ fn header_matches(request: &Request, name: &str, value: &Value) -> Result<(), Rp
         return Ok(());
     }
     let body = value.as_str().map_or_else(|| value.to_string(), str::to_string);
-    Err(RpcError::header_mismatch(&format!("{name} header value '{raw}' does not match body value '{body}'")))
+    Err(RpcError::header_mismatch(&format!(
+        "{name} header value '{}' does not match body value '{}'",
+        echo(raw),
+        echo(&body)
+    )))
 }
 
 /// Undo the `=?base64?...?=` wrapping a client uses for a value that is not plain
@@ -539,7 +547,7 @@ impl RpcError {
     }
 
     fn method_not_found(method: &str) -> RpcError {
-        RpcError { code: -32601, message: format!("Method not found: {method}"), data: None }
+        RpcError { code: -32601, message: format!("Method not found: {}", echo(method)), data: None }
     }
 
     fn invalid_params(detail: &str) -> RpcError {
@@ -551,12 +559,21 @@ impl RpcError {
     }
 
     fn unsupported_version(requested: &str) -> RpcError {
-        let data = json!({ "supported": all_versions(), "requested": requested });
+        let data = json!({ "supported": all_versions(), "requested": echo(requested) });
         RpcError { code: -32022, message: "Unsupported protocol version".into(), data: Some(data) }
     }
 
     fn internal_error(detail: &str) -> RpcError {
         RpcError { code: -32603, message: format!("Internal error: {detail}"), data: None }
+    }
+}
+/// Something the client sent, for an error message or the log: at most 80 characters.
+/// An answer never repeats a long input back: a 4 MiB name is answered in a line, not
+/// in 4 MiB (or many times that once its control characters are escaped).
+fn echo(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
     }
 }
 // ANCHOR_END: message
@@ -690,9 +707,10 @@ fn tools_list(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
     // out a cursor, and any cursor it receives is one it did not issue.
     match params.and_then(|p| p.get("cursor")) {
         None => Ok(json!({ "tools": tools.iter().map(|tool| &tool.definition).collect::<Vec<_>>() })),
-        Some(Value::String(cursor)) => {
-            Err(RpcError::invalid_params(&format!("unknown cursor {cursor:?}: this server issues no cursors")))
-        }
+        Some(Value::String(cursor)) => Err(RpcError::invalid_params(&format!(
+            "unknown cursor \"{}\": this server issues no cursors",
+            echo(cursor)
+        ))),
         Some(_) => Err(RpcError::invalid_params("`cursor` must be a string")),
     }
 }
@@ -715,7 +733,7 @@ fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
     let tool = tools
         .iter()
         .find(|tool| tool.definition["name"] == name)
-        .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool {name:?}")))?;
+        .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool \"{}\"", echo(name))))?;
     // Arguments that break the tool's schema are the model's mistake, and the model can
     // fix it: a failed result saying what to fix, not a protocol error (2025-11-25).
     let problems = check_arguments(&tool.definition["inputSchema"], arguments);
@@ -755,24 +773,32 @@ fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Vec<String
         if let Some(expected) = property["type"].as_str()
             && !has_type(value, expected)
         {
-            problems.push(format!("`{name}` must be of type {expected}, not {value}"));
+            problems.push(format!("`{name}` must be of type {expected}, not {}", echo(&value.to_string())));
             continue;
         }
         if let Some(allowed) = property["enum"].as_array()
             && !allowed.contains(value)
         {
             let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            problems.push(format!("`{name}` must be one of {}, not {value}", allowed.join(", ")));
+            problems.push(format!("`{name}` must be one of {}, not {}", allowed.join(", "), echo(&value.to_string())));
         }
         if let (Some(number), Some(minimum)) = (value.as_f64(), property["minimum"].as_f64())
             && number < minimum
         {
-            problems.push(format!("`{name}` must be at least {}, not {value}", property["minimum"]));
+            problems.push(format!(
+                "`{name}` must be at least {}, not {}",
+                property["minimum"],
+                echo(&value.to_string())
+            ));
         }
         if let (Some(number), Some(maximum)) = (value.as_f64(), property["maximum"].as_f64())
             && number > maximum
         {
-            problems.push(format!("`{name}` must be at most {}, not {value}", property["maximum"]));
+            problems.push(format!(
+                "`{name}` must be at most {}, not {}",
+                property["maximum"],
+                echo(&value.to_string())
+            ));
         }
     }
     problems
@@ -891,6 +917,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                         "rate": {
                             "type": "number",
                             "minimum": 0,
+                            "maximum": 1_000_000,
                             "description": "The hourly base rate, in the user's currency, for example 20. \
                                 The tool does not convert currencies.",
                         },
@@ -1009,7 +1036,7 @@ struct OvertimePay {
 fn calculate_overtime(arguments: &Map<String, Value>) -> ToolResult {
     let arguments: OvertimeArguments = match serde_json::from_value(Value::Object(arguments.clone())) {
         Ok(arguments) => arguments,
-        Err(error) => return ToolResult::error(format!("Invalid arguments: {error}")),
+        Err(error) => return ToolResult::error(format!("Invalid arguments: {}", echo(&error.to_string()))),
     };
     ToolResult::structured(&overtime_pay(&arguments))
 }
