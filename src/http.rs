@@ -721,7 +721,9 @@ fn read_body(
     match head.body {
         Framing::Empty => Ok(Vec::new()),
         Framing::Length(length) => {
-            let mut body = Vec::with_capacity(length as usize);
+            // Room for what has been promised, up to 64 KiB: the rest as it comes, so a
+            // client that declares 4 MiB and sends nothing costs nothing.
+            let mut body = Vec::with_capacity((length as usize).min(64 * 1024));
             from_client.take(length).read_to_end(&mut body).map_err(Refusal::from_io)?;
             if body.len() as u64 != length {
                 return Err(Refusal::gone());
