@@ -25,6 +25,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 8, name: "ch08-stateless", title: "Stateless MCP (2026-07-28)" },
     Chapter { number: 9, name: "ch09-stdio", title: "stdio" },
     Chapter { number: 10, name: "ch10-starter", title: "The starter" },
+    Chapter { number: 11, name: "ch11-resources", title: "Resources" },
 ];
 
 impl Chapter {

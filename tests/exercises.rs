@@ -200,6 +200,7 @@ exercise_tests! {
     ch08_stateless => "ch08-stateless",
     ch09_stdio => "ch09-stdio",
     ch10_starter => "ch10-starter",
+    ch11_resources => "ch11-resources",
 }
 
 /// The check prints a hint for every exchange a learner gets wrong.

@@ -67,6 +67,7 @@ chapter_tests! {
     ch08_stateless => "ch08-stateless",
     ch09_stdio => "ch09-stdio",
     ch10_starter => "ch10-starter",
+    ch11_resources => "ch11-resources",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
