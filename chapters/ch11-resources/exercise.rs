@@ -1431,9 +1431,9 @@ fn resource_templates_list(params: Option<&Value>, templates: &[ResourceTemplate
 fn resources_read(params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     // TODO: read `params.uri` (a string, else invalid params). Refuse a `uri` that
     // `is_uri` says cannot be a URI, without repeating it. Then `find_resource`; nothing
-    // found is `RpcError::resource_not_found`. Answer `{"contents": [entry]}`, the entry
-    // holding `uri` (as asked), the definition's `mimeType`, and either `text` or, for
-    // bytes, `blob` (in base64: `base64` below).
+    // found is `RpcError::resource_not_found`. Answer `{"contents": [entry]}`, an
+    // array of one entry (`ResourceContents::entry`, below): the `uri` as asked, and
+    // the definition's `mimeType`.
     todo!("read a resource")
     // END TODO
 }
@@ -1456,6 +1456,17 @@ enum ResourceContents {
     Text(String),
     /// Bytes, such as an image: sent as base64, in `blob`, because JSON carries text.
     Blob(Vec<u8>),
+}
+
+impl ResourceContents {
+    /// One entry of `contents`: the resource's URI, its `mimeType` when it has one,
+    /// and the text as it is or the bytes as base64.
+    fn entry(self, uri: &str, mime_type: Option<&str>) -> Value {
+        // TODO: `{"uri": ..., "mimeType": ...}` (no `mimeType` member when there is
+        // none), then `text` for text, or `blob` for bytes, in base64 (`base64` below).
+        todo!("one entry of contents")
+        // END TODO
+    }
 }
 // ANCHOR_END: resources_read
 

@@ -1436,17 +1436,9 @@ fn resources_read(params: Option<&Value>, catalog: &Catalog) -> Result<Value, Rp
         )));
     }
     let (definition, contents) = find_resource(uri, catalog).ok_or_else(|| RpcError::resource_not_found(uri))?;
-    // The URI asked for, the definition's `mimeType`, and the contents: text as it is,
-    // bytes as base64.
-    let mut entry = json!({ "uri": uri });
-    if let Some(mime_type) = definition.get("mimeType") {
-        entry["mimeType"] = mime_type.clone();
-    }
-    match contents {
-        ResourceContents::Text(text) => entry["text"] = json!(text),
-        ResourceContents::Blob(bytes) => entry["blob"] = json!(base64(&bytes)),
-    }
-    Ok(json!({ "contents": [entry] }))
+    // The URI asked for (for a template, the URI that matched it) and the
+    // definition's `mimeType`.
+    Ok(json!({ "contents": [contents.entry(uri, definition["mimeType"].as_str())] }))
 }
 
 /// What `uri` names, with the definition it was found by: the resource with that URI,
@@ -1472,6 +1464,22 @@ enum ResourceContents {
     Text(String),
     /// Bytes, such as an image: sent as base64, in `blob`, because JSON carries text.
     Blob(Vec<u8>),
+}
+
+impl ResourceContents {
+    /// One entry of `contents`: the resource's URI, its `mimeType` when it has one,
+    /// and the text as it is or the bytes as base64.
+    fn entry(self, uri: &str, mime_type: Option<&str>) -> Value {
+        let mut entry = json!({ "uri": uri });
+        if let Some(mime_type) = mime_type {
+            entry["mimeType"] = json!(mime_type);
+        }
+        match self {
+            ResourceContents::Text(text) => entry["text"] = json!(text),
+            ResourceContents::Blob(bytes) => entry["blob"] = json!(base64(&bytes)),
+        }
+        entry
+    }
 }
 // ANCHOR_END: resources_read
 
