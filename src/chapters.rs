@@ -26,6 +26,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 9, name: "ch09-stdio", title: "stdio" },
     Chapter { number: 10, name: "ch10-starter", title: "The starter" },
     Chapter { number: 11, name: "ch11-resources", title: "Resources" },
+    Chapter { number: 12, name: "ch12-prompts", title: "Prompts" },
 ];
 
 impl Chapter {

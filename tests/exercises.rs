@@ -201,6 +201,7 @@ exercise_tests! {
     ch09_stdio => "ch09-stdio",
     ch10_starter => "ch10-starter",
     ch11_resources => "ch11-resources",
+    ch12_prompts => "ch12-prompts",
 }
 
 /// The check prints a hint for every exchange a learner gets wrong.

@@ -68,6 +68,7 @@ chapter_tests! {
     ch09_stdio => "ch09-stdio",
     ch10_starter => "ch10-starter",
     ch11_resources => "ch11-resources",
+    ch12_prompts => "ch12-prompts",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
