@@ -476,8 +476,11 @@ fn order(variables: &BTreeMap<String, String>) -> Option<ResourceContents> {
 /// A prompt: its entry in `prompts/list`, and the function `prompts/get` runs.
 struct Prompt {
     definition: Value,
-    get: fn(&BTreeMap<String, String>) -> Result<Vec<PromptMessage>, String>,
+    get: fn(&BTreeMap<String, String>) -> PromptResult,
 }
+
+/// What a prompt's function returns: its messages, or why it refuses the arguments.
+type PromptResult = Result<Vec<PromptMessage>, String>;
 
 /// Every prompt. A host shows the `title` in its menu and asks the user for each
 /// argument, by its `title` and `description`.
@@ -538,7 +541,7 @@ fn prompts() -> Vec<Prompt> {
 
 /// `explain_pay_rules`: the rules, embedded as the resource `docs://pay-rules`, and
 /// what to do with them.
-fn explain_pay_rules(arguments: &BTreeMap<String, String>) -> Result<Vec<PromptMessage>, String> {
+fn explain_pay_rules(arguments: &BTreeMap<String, String>) -> PromptResult {
     let mut request = "Explain these overtime pay rules to an employee, in plain words, with one worked \
         example at a rate of 20 an hour."
         .to_string();
@@ -560,7 +563,7 @@ fn explain_pay_rules(arguments: &BTreeMap<String, String>) -> Result<Vec<PromptM
 }
 
 /// `reply_to_customer`: the customer's words and the order's id, and how to answer.
-fn reply_to_customer(arguments: &BTreeMap<String, String>) -> Result<Vec<PromptMessage>, String> {
+fn reply_to_customer(arguments: &BTreeMap<String, String>) -> PromptResult {
     let (order_id, question) = (&arguments["orderId"], &arguments["question"]);
     let text = format!(
         "A customer asks about their order {order_id}:\n\n{question}\n\nLook the order up with the lookup_order \
@@ -571,7 +574,7 @@ fn reply_to_customer(arguments: &BTreeMap<String, String>) -> Result<Vec<PromptM
 }
 
 /// `write_alt_text`: the logo, as an image the model can see, and the task.
-fn write_alt_text(_arguments: &BTreeMap<String, String>) -> Result<Vec<PromptMessage>, String> {
+fn write_alt_text(_arguments: &BTreeMap<String, String>) -> PromptResult {
     let logo = Content::Image { data: base64(LOGO_PNG), mime_type: "image/png".into() };
     let text = "This is our company logo. Write alt text for it: one sentence of at most 100 characters, for \
         screen readers on our website and in our emails.";
