@@ -27,6 +27,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 10, name: "ch10-starter", title: "The starter" },
     Chapter { number: 11, name: "ch11-resources", title: "Resources" },
     Chapter { number: 12, name: "ch12-prompts", title: "Prompts" },
+    Chapter { number: 13, name: "ch13-completion", title: "Completion" },
 ];
 
 impl Chapter {

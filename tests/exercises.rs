@@ -202,6 +202,7 @@ exercise_tests! {
     ch10_starter => "ch10-starter",
     ch11_resources => "ch11-resources",
     ch12_prompts => "ch12-prompts",
+    ch13_completion => "ch13-completion",
 }
 
 /// The check prints a hint for every exchange a learner gets wrong.

@@ -69,6 +69,7 @@ chapter_tests! {
     ch10_starter => "ch10-starter",
     ch11_resources => "ch11-resources",
     ch12_prompts => "ch12-prompts",
+    ch13_completion => "ch13-completion",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
