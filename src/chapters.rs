@@ -25,6 +25,9 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 8, name: "ch08-stateless", title: "Stateless MCP (2026-07-28)" },
     Chapter { number: 9, name: "ch09-stdio", title: "stdio" },
     Chapter { number: 10, name: "ch10-starter", title: "The starter" },
+    Chapter { number: 11, name: "ch11-resources", title: "Resources" },
+    Chapter { number: 12, name: "ch12-prompts", title: "Prompts" },
+    Chapter { number: 13, name: "ch13-completion", title: "Completion" },
 ];
 
 impl Chapter {

@@ -200,6 +200,9 @@ exercise_tests! {
     ch08_stateless => "ch08-stateless",
     ch09_stdio => "ch09-stdio",
     ch10_starter => "ch10-starter",
+    ch11_resources => "ch11-resources",
+    ch12_prompts => "ch12-prompts",
+    ch13_completion => "ch13-completion",
 }
 
 /// The check prints a hint for every exchange a learner gets wrong.

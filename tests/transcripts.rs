@@ -67,6 +67,9 @@ chapter_tests! {
     ch08_stateless => "ch08-stateless",
     ch09_stdio => "ch09-stdio",
     ch10_starter => "ch10-starter",
+    ch11_resources => "ch11-resources",
+    ch12_prompts => "ch12-prompts",
+    ch13_completion => "ch13-completion",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.

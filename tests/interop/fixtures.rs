@@ -1,88 +1,224 @@
-//! The conformance suite's fixtures, in front of an unchanged starter: a small proxy
+//! The conformance suite's fixtures, in front of an unchanged chapter: a small proxy
 //! for `tests/interop/run` only.
 //!
 //! ```text
-//! cargo run --bin ch10-starter -- --bind 127.0.0.1:8080 &
+//! cargo run --bin ch13-completion -- --bind 127.0.0.1:8080 &
 //! cargo run --example conformance-fixtures -- --bind 127.0.0.1:8081 --upstream http://127.0.0.1:8080/mcp
 //! ```
 //!
-//! The suite (0.1.16) calls tools and methods by fixed names, those of the SDKs'
+//! The suite calls tools, resources and prompts by fixed names, those of the SDKs'
 //! reference "everything server": the tools `test_simple_text`, `test_image_content`,
-//! `test_audio_content`, `test_embedded_resource`, `test_multiple_content_types`,
-//! `test_error_handling`, and the methods `logging/setLevel`, `completion/complete`,
-//! `resources/list`, `prompts/list`. A reader who copies the starter wants none of them,
-//! so they live here, and the starter carries no line for them.
+//! ..., the resources `test://static-text`, `test://static-binary` and the template
+//! `test://template/{id}/data`, the prompts `test_simple_prompt`,
+//! `test_prompt_with_arguments`, ..., and the methods `logging/setLevel`,
+//! `completion/complete`, `resources/list`, `prompts/list`. A reader wants none of those
+//! names, so they live here, and no chapter carries a line for them.
 //!
-//! Every request goes to the starter first, as the client sent it (Host and Origin
-//! included). Its answer goes back unchanged, except:
-//! - a 200 JSON-RPC error ("method not found", "unknown tool") to one of the fixture
-//!   methods or tools: the fixture answers instead;
-//! - the results of `initialize` and `tools/list`: the fixture capabilities and tools
-//!   are added to the starter's.
+//! Every request goes to the chapter, as the client sent it (Host and Origin included),
+//! with one change: a request that names a suite resource or prompt for which the
+//! chapters have a stand-in of their own names the stand-in instead (`STAND_INS`:
+//! `test://static-text` is read as `docs://pay-rules`, `test_prompt_with_arguments` is
+//! got as `reply_to_customer`, its `arg1` as `orderId`). The chapter's answer to it goes
+//! back unchanged, so the suite's checks of a text resource, a binary one, prompts with
+//! arguments, embedded resources and images, and completion measure the chapter's own
+//! code. A chapter that has no stand-in yet answers "method not found", and fails those.
+//!
+//! Every answer goes back unchanged, except:
+//! - a JSON-RPC error "method not found" to a method the suite only needs answered
+//!   (`logging/setLevel`, `completion/complete`, an empty `resources/list` or
+//!   `prompts/list`): the fixture answers, as the reference server does;
+//! - a JSON-RPC error to a call of a fixture tool, or to a read of the fixture
+//!   template (its contents must repeat any id, which no record a chapter holds does):
+//!   the fixture answers;
+//! - the results of `initialize`, `server/discover` and `tools/list`: the fixture
+//!   capabilities and tools are added to the chapter's.
 //!
 //! So every HTTP check (Host, Origin, headers, body size) and every other answer is the
-//! starter's own binary speaking, and the suite measures it. The fixtures speak the
-//! handshake era only, as the 0.1.16 suite does: a 2026-07-28 request passes untouched.
+//! chapter's own binary speaking, and the suite measures it. Both eras: a fixture's
+//! answer to a 2026-07-28 request is marked as that revision marks results.
 
 use clap::Parser;
 use mcp_workbook::http::{self, Config, Request, Response};
 use mcp_workbook::replay;
 use mcp_workbook::transcript::HttpRequest;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::net::SocketAddr;
 
 #[derive(Parser)]
-#[command(about = "The conformance suite's fixtures in front of a running starter (tests only)")]
+#[command(about = "The conformance suite's fixtures in front of a running chapter (tests only)")]
 struct Args {
     /// Address to listen on. Port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:8081")]
     bind: String,
-    /// The starter's URL, e.g. http://127.0.0.1:8080/mcp.
+    /// The chapter's URL, e.g. http://127.0.0.1:8080/mcp.
     #[arg(long)]
     upstream: String,
 }
 
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    let Some(starter) = replay::address_of_url(&args.upstream) else {
+    let Some(chapter) = replay::address_of_url(&args.upstream) else {
         return Err(std::io::Error::other(format!("--upstream {:?} is not an http:// URL", args.upstream)));
     };
-    http::serve(&args.bind, Config::default(), move |request| handle(starter, request))
+    http::serve(&args.bind, Config::default(), move |request| handle(chapter, request))
 }
 
-fn handle(starter: SocketAddr, request: &Request) -> Response {
-    let response = match forward(starter, request) {
-        Ok(response) => response,
-        Err(error) => return Response::empty(502).with_body(format!("starter unreachable: {error}").into_bytes()),
+/// A suite prompt and the chapters' own prompt that stands in for it: the suite's
+/// argument names mapped to the chapter's (an argument not named is left out).
+struct PromptStandIn {
+    suite: &'static str,
+    chapter: &'static str,
+    arguments: &'static [(&'static str, &'static str)],
+}
+
+/// The suite's resources and prompts that the chapters (11 and 12) have their own of.
+/// Each suite check holds the stand-in to what the suite asks of its fixture: text with
+/// a `mimeType`, a `blob`, both arguments' values in the messages, an embedded
+/// `resource`, an `image`.
+const RESOURCE_STAND_INS: &[(&str, &str)] =
+    &[("test://static-text", "docs://pay-rules"), ("test://static-binary", "images://logo.png")];
+const PROMPT_STAND_INS: &[PromptStandIn] = &[
+    PromptStandIn { suite: "test_simple_prompt", chapter: "explain_pay_rules", arguments: &[] },
+    PromptStandIn {
+        suite: "test_prompt_with_arguments",
+        chapter: "reply_to_customer",
+        arguments: &[("arg1", "orderId"), ("arg2", "question")],
+    },
+    // The suite names any resource it likes (`test://example-resource`); the stand-in
+    // embeds its own, the pay rules.
+    PromptStandIn { suite: "test_prompt_with_embedded_resource", chapter: "explain_pay_rules", arguments: &[] },
+    PromptStandIn { suite: "test_prompt_with_image", chapter: "write_alt_text", arguments: &[] },
+];
+
+/// The fixture template, which no chapter stands in for: its contents must repeat the
+/// id of any URI, and the chapters' orders exist or do not.
+const TEMPLATE_PREFIX: &str = "test://template/";
+
+fn handle(chapter: SocketAddr, request: &Request) -> Response {
+    let message = message_of(request);
+    let sent = match &message {
+        Some(message) => stand_in(request, message),
+        None => as_sent(request),
     };
-    // Only a handshake-era request the starter let through its checks (a 200) is ours.
-    let (Some((id, method, params)), 200) = (handshake_request(request), response.status) else { return response };
+    let response = match forward(chapter, &sent) {
+        Ok(response) => response,
+        Err(error) => return Response::empty(502).with_body(format!("chapter unreachable: {error}").into_bytes()),
+    };
+    let Some(message) = message else { return response };
     let Ok(mut answer) = serde_json::from_slice::<Value>(&response.body) else { return response };
     if let Some(result) = answer.get_mut("result") {
-        // The starter answered: add the fixtures to what it announces.
-        match method.as_str() {
-            "initialize" => add_capabilities(result),
+        // The chapter answered: add the fixtures to what it announces.
+        match message.method.as_str() {
+            "initialize" | "server/discover" => add_capabilities(result, message.modern),
             "tools/list" => add_tools(result),
             _ => return response,
         }
-        return with_body(response, &answer);
+        return with_body(response, 200, &answer);
     }
-    // The starter said "method not found" or "unknown tool": the fixtures may know it.
-    match fixture(&method, &params) {
-        Some(result) => with_body(response, &json!({ "jsonrpc": "2.0", "id": id, "result": result })),
+    // The chapter said no to the method or its params (200; 404 for a 2026-07-28 method
+    // it does not have): the fixtures may know better. A refusal of the request itself
+    // (400 for its headers or `_meta`, 403, ...) stands.
+    let code = answer["error"]["code"].as_i64().unwrap_or(0);
+    if !(response.status == 200 || (response.status == 404 && code == -32601)) {
+        return response;
+    }
+    match fixture(&message, code) {
+        Some(mut result) => {
+            if message.modern {
+                mark_modern(&message.method, &mut result);
+            }
+            with_body(response, 200, &json!({ "jsonrpc": "2.0", "id": message.id, "result": result }))
+        }
         None => response,
     }
 }
 
-/// Send the request to the starter as it came, and bring its response back.
-fn forward(starter: SocketAddr, request: &Request) -> std::io::Result<Response> {
-    let sent = HttpRequest {
+/// A JSON-RPC request, as the proxy needs to know it.
+struct Message {
+    id: Value,
+    method: String,
+    params: Value,
+    /// A 2026-07-28 request: its `_meta` or its `MCP-Protocol-Version` header says so.
+    modern: bool,
+}
+
+fn message_of(request: &Request) -> Option<Message> {
+    let body: Value = serde_json::from_slice(&request.body).ok()?;
+    let params = body.get("params").cloned().unwrap_or(Value::Null);
+    let modern = request.header("MCP-Protocol-Version") == Some("2026-07-28")
+        || params["_meta"].get("io.modelcontextprotocol/protocolVersion").is_some();
+    Some(Message { id: body.get("id")?.clone(), method: body.get("method")?.as_str()?.to_string(), params, modern })
+}
+
+/// The request as it came, for the chapter.
+fn as_sent(request: &Request) -> HttpRequest {
+    HttpRequest {
         method: request.method.clone(),
         path: request.path.clone(),
         headers: end_to_end(&request.headers),
         body: String::from_utf8_lossy(&request.body).into_owned(),
+    }
+}
+
+/// The request for the chapter: as it came, or naming the chapter's stand-in for the
+/// suite's resource or prompt, in the body and in `Mcp-Name` alike.
+fn stand_in(request: &Request, message: &Message) -> HttpRequest {
+    let mut sent = as_sent(request);
+    let mut params = message.params.clone();
+    let renamed = match message.method.as_str() {
+        "resources/read" => {
+            let Some((_, uri)) = RESOURCE_STAND_INS.iter().find(|(suite, _)| params["uri"] == *suite) else {
+                return sent;
+            };
+            params["uri"] = json!(uri);
+            *uri
+        }
+        "prompts/get" => {
+            let Some(prompt) = PROMPT_STAND_INS.iter().find(|p| params["name"] == p.suite) else { return sent };
+            params["name"] = json!(prompt.chapter);
+            params["arguments"] = Value::Object(renamed_arguments(prompt, &params["arguments"]));
+            prompt.chapter
+        }
+        "completion/complete" => {
+            let Some(prompt) = PROMPT_STAND_INS.iter().find(|p| params["ref"]["name"] == p.suite) else {
+                return sent;
+            };
+            params["ref"]["name"] = json!(prompt.chapter);
+            if let Some((_, name)) = prompt.arguments.iter().find(|(suite, _)| params["argument"]["name"] == *suite) {
+                params["argument"]["name"] = json!(name);
+            }
+            if params["context"]["arguments"].is_object() {
+                params["context"]["arguments"] =
+                    Value::Object(renamed_arguments(prompt, &params["context"]["arguments"]));
+            }
+            // No `Mcp-Name` on this method.
+            ""
+        }
+        _ => return sent,
     };
-    let answer = replay::send(starter, &sent)?;
+    let mut body: Value = serde_json::from_str(&sent.body).expect("it parsed before");
+    body["params"] = params;
+    sent.body = body.to_string();
+    for (name, value) in &mut sent.headers {
+        if name.eq_ignore_ascii_case("Mcp-Name") && !renamed.is_empty() {
+            *value = renamed.to_string();
+        }
+    }
+    sent
+}
+
+/// The suite's arguments under the stand-in's names; the others left out.
+fn renamed_arguments(prompt: &PromptStandIn, arguments: &Value) -> Map<String, Value> {
+    prompt
+        .arguments
+        .iter()
+        .filter_map(|(suite, chapter)| Some((chapter.to_string(), arguments.get(*suite)?.clone())))
+        .collect()
+}
+
+/// Send the request to the chapter, and bring its response back.
+fn forward(chapter: SocketAddr, sent: &HttpRequest) -> std::io::Result<Response> {
+    let answer = replay::send(chapter, sent)?;
     Ok(Response { headers: end_to_end(&answer.headers), ..Response::empty(answer.status) }
         .with_body(answer.body.into_bytes()))
 }
@@ -94,30 +230,19 @@ fn end_to_end(headers: &[(String, String)]) -> Vec<(String, String)> {
     headers.iter().filter(|(name, _)| !hop_by_hop.contains(&name.to_ascii_lowercase().as_str())).cloned().collect()
 }
 
-/// A JSON-RPC request's id, method and params, unless it is not one or belongs to the
-/// 2026-07-28 era (its `_meta` or its `MCP-Protocol-Version` header says so).
-fn handshake_request(request: &Request) -> Option<(Value, String, Value)> {
-    if request.header("MCP-Protocol-Version") == Some("2026-07-28") {
-        return None;
-    }
-    let body: Value = serde_json::from_slice(&request.body).ok()?;
-    let params = body.get("params").cloned().unwrap_or(Value::Null);
-    if params["_meta"].get("io.modelcontextprotocol/protocolVersion").is_some() {
-        return None;
-    }
-    Some((body.get("id")?.clone(), body.get("method")?.as_str()?.to_string(), params))
+/// The chapter's response (its headers) with another status and JSON body.
+fn with_body(response: Response, status: u16, body: &Value) -> Response {
+    Response { status, body: body.to_string().into_bytes(), ..response }
 }
 
-/// The starter's response (status, headers) with another JSON body.
-fn with_body(response: Response, body: &Value) -> Response {
-    Response { body: body.to_string().into_bytes(), ..response }
-}
-
-/// The capabilities the fixture methods belong to, next to the starter's own.
-fn add_capabilities(initialize_result: &mut Value) {
-    if let Some(capabilities) = initialize_result["capabilities"].as_object_mut() {
-        for name in ["logging", "completions", "resources", "prompts"] {
-            capabilities.insert(name.into(), json!({}));
+/// The capabilities the fixture methods belong to, next to the chapter's own
+/// (`logging/setLevel` is gone from 2026-07-28).
+fn add_capabilities(result: &mut Value, modern: bool) {
+    if let Some(capabilities) = result["capabilities"].as_object_mut() {
+        for name in
+            ["logging", "completions", "resources", "prompts"].into_iter().filter(|name| !modern || *name != "logging")
+        {
+            capabilities.entry(name).or_insert(json!({}));
         }
     }
 }
@@ -128,16 +253,30 @@ fn add_tools(tools_list_result: &mut Value) {
     }
 }
 
-/// The suite's methods and tool calls, answered as the reference server answers them.
-fn fixture(method: &str, params: &Value) -> Option<Value> {
-    Some(match method {
-        "logging/setLevel" => json!({}),
-        "completion/complete" => json!({ "completion": { "values": [] } }),
-        "resources/list" => json!({ "resources": [] }),
-        "prompts/list" => json!({ "prompts": [] }),
-        "tools/call" => return call(params["name"].as_str()?),
+/// What the fixtures answer instead of the chapter's error `code`, if anything: for a
+/// method the chapter does not have (-32601), a tool it does not know (-32602), a
+/// resource it does not have (-32601, -32002, or -32602 in 2026-07-28).
+fn fixture(message: &Message, code: i64) -> Option<Value> {
+    let method_not_found = code == -32601;
+    Some(match message.method.as_str() {
+        // Gone from 2026-07-28, whose "method not found" (404) the suite checks for.
+        "logging/setLevel" if method_not_found && !message.modern => json!({}),
+        "completion/complete" if method_not_found => json!({ "completion": { "values": [] } }),
+        "resources/list" if method_not_found => json!({ "resources": [] }),
+        "prompts/list" if method_not_found => json!({ "prompts": [] }),
+        "tools/call" if code == -32602 => call(message.params["name"].as_str()?)?,
+        "resources/read" if [-32601, -32002, -32602].contains(&code) => template_read(message.params["uri"].as_str()?)?,
         _ => return None,
     })
+}
+
+/// A fixture's result as 2026-07-28 marks results: complete, and the lists cacheable.
+fn mark_modern(method: &str, result: &mut Value) {
+    result["resultType"] = json!("complete");
+    if method.ends_with("/list") || method == "resources/read" {
+        result["ttlMs"] = json!(0);
+        result["cacheScope"] = json!("public");
+    }
 }
 
 /// A 1x1 PNG and a 1 ms WAV (8 kHz, 8-bit mono), base64.
@@ -176,4 +315,11 @@ fn call(name: &str) -> Option<Value> {
         }),
         _ => return None,
     })
+}
+
+/// `test://template/{id}/data`, as the reference server reads it.
+fn template_read(uri: &str) -> Option<Value> {
+    let id = uri.strip_prefix(TEMPLATE_PREFIX)?.strip_suffix("/data")?;
+    let text = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string();
+    Some(json!({ "contents": [{ "uri": uri, "mimeType": "application/json", "text": text }] }))
 }

@@ -3,7 +3,9 @@
 
 Connects over Streamable HTTP (`--url`) or spawns a stdio server (`--stdio CMD ARGS...`),
 lists the tools, calls every listed tool once, prints one line per call and exits
-non-zero if anything failed.
+non-zero if anything failed. With `--resources`, `--prompts` and `--completions` (and the
+values in `--catalog FILE`) it also lists and reads every resource, gets every prompt,
+and asks for completions; see CATALOG below.
 
     .venv/bin/python python_client.py --url http://127.0.0.1:PORT/mcp --mode legacy
     .venv/bin/python python_client.py --mode auto --args-file args.json --stdio target/debug/ch09 --stdio-flag
@@ -23,6 +25,18 @@ Modes (the SDK's `Client(mode=...)`):
 A call fails when the SDK raises (JSON-RPC error, transport error, `structuredContent`
 that does not match the tool's `outputSchema`) or when the result has `isError: true`,
 unless the tool is named with `--expect-error`, which inverts the latter.
+
+CATALOG (`--catalog FILE`, a JSON object; each part runs only with its flag):
+  "resourceReads"    {uri: "ok" | "not found"}: reads beyond the listed resources (a
+                     template's URI, say); "not found" must fail with the code of the
+                     era: -32002 (handshake) or -32602 (2026-07-28)   [--resources]
+  "promptArguments"  {prompt: {argument: value}}: the arguments for each prompt; a
+                     prompt not named is got with none                [--prompts]
+  "completions"      [{"ref": {...}, "argument": name, "value": typed, "values": [...]}]:
+                     each must answer exactly those values             [--completions]
+With --resources every listed resource is read too, and must answer contents with
+text or a blob; the template list must not be empty. With --prompts every listed
+prompt is got, and must answer at least one message.
 
 Exit codes: 0 every call as expected; 1 some call failed; 2 could not connect or list.
 """
@@ -87,6 +101,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="extra HTTP header on every request, e.g. 'Authorization: Bearer T' (repeatable; --url only)",
     )
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default: 30)")
+    p.add_argument("--catalog", help="JSON file for --resources, --prompts, --completions (see CATALOG)")
+    p.add_argument("--resources", action="store_true", help="list the resources and templates, read each")
+    p.add_argument("--prompts", action="store_true", help="list the prompts, get each")
+    p.add_argument("--completions", action="store_true", help="ask for the completions in the catalog")
     ns = p.parse_args(argv)
     if ns.stdio is not None and not ns.stdio:
         p.error("--stdio needs a command")
@@ -146,6 +164,10 @@ def one_line(exc: BaseException) -> str:
 async def run(ns: argparse.Namespace) -> int:
     arguments = load_arguments(ns)
     expect_error = set(ns.expect_error)
+    catalog: dict[str, Any] = {}
+    if ns.catalog:
+        with open(ns.catalog, encoding="utf-8") as f:
+            catalog = json.load(f)
 
     if ns.url:
         if ns.header:
@@ -210,11 +232,119 @@ async def run(ns: argparse.Namespace) -> int:
                     why = "expected isError: true" if wanted else "isError: true"
                     print(f"FAIL {tool.name} {json.dumps(args)}: {why}: {summarize(result)}")
                     failures += 1
+
+            modern = client.protocol_version == "2026-07-28"
+            if ns.resources:
+                failures += await check_resources(client, catalog, modern)
+            if ns.prompts:
+                failures += await check_prompts(client, catalog)
+            if ns.completions:
+                failures += await check_completions(client, catalog)
     except Exception as exc:
         print(f"FAIL session {target} mode={ns.mode} (connect, list or transport): {one_line(exc)}")
         return 2
     print(f"{'FAILED' if failures else 'OK'}: {failures} failure(s)")
     return 1 if failures else 0
+
+
+async def all_pages(list_page: Any, field: str) -> list[Any]:
+    """Every item of a paginated list, following nextCursor."""
+    items: list[Any] = []
+    cursor = None
+    while True:
+        page = await list_page(cursor=cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            return items
+
+
+def describe_contents(result: Any) -> str:
+    parts = []
+    for entry in result.contents:
+        d = entry.model_dump(by_alias=True, exclude_none=True)
+        body = f"text({len(d['text'])})" if "text" in d else f"blob({len(d.get('blob', ''))}b64)"
+        parts.append(f"{d.get('uri')} {d.get('mimeType')} {body}")
+    return "contents=[" + ", ".join(parts) + "]"
+
+
+async def check_resources(client: Any, catalog: dict[str, Any], modern: bool) -> int:
+    """List resources and templates, read every listed resource and the catalog's reads."""
+    failures = 0
+    resources = await all_pages(client.list_resources, "resources")
+    templates = await all_pages(client.list_resource_templates, "resource_templates")
+    print(f"resources={len(resources)} templates={[t.uri_template for t in templates]}")
+    if not resources or not templates:
+        print("FAIL resources: expected at least one resource and one template")
+        failures += 1
+    reads = {str(r.uri): "ok" for r in resources} | catalog.get("resourceReads", {})
+    not_found = -32602 if modern else -32002
+    for uri, expected in reads.items():
+        try:
+            result = await client.read_resource(uri)
+        except Exception as exc:
+            code = getattr(getattr(exc, "error", None), "code", None)
+            if expected == "not found" and code == not_found:
+                print(f"ok   (not found, {code}) read {uri}: {one_line(exc)}")
+            else:
+                print(f"FAIL read {uri}: {one_line(exc)} (code {code}, expected {expected})")
+                failures += 1
+            continue
+        fine = expected == "ok" and result.contents and all(
+            getattr(e, "text", None) is not None or getattr(e, "blob", None) for e in result.contents
+        )
+        print(f"{'ok  ' if fine else 'FAIL'} read {uri}: {describe_contents(result)} (expected {expected})")
+        failures += 0 if fine else 1
+    return failures
+
+
+async def check_prompts(client: Any, catalog: dict[str, Any]) -> int:
+    """List the prompts and get each, with the catalog's arguments."""
+    failures = 0
+    prompts = await all_pages(client.list_prompts, "prompts")
+    print(f"prompts={[p.name for p in prompts]}")
+    if not prompts:
+        print("FAIL prompts: none listed")
+        failures += 1
+    arguments = catalog.get("promptArguments", {})
+    for prompt in prompts:
+        args = arguments.get(prompt.name, {})
+        try:
+            result = await client.get_prompt(prompt.name, args)
+        except Exception as exc:
+            print(f"FAIL get {prompt.name} {json.dumps(args)}: {one_line(exc)}")
+            failures += 1
+            continue
+        kinds = [m.content.type for m in result.messages]
+        fine = bool(result.messages)
+        print(f"{'ok  ' if fine else 'FAIL'} get {prompt.name} {json.dumps(args)}: messages={kinds}")
+        failures += 0 if fine else 1
+    return failures
+
+
+async def check_completions(client: Any, catalog: dict[str, Any]) -> int:
+    """Each completion in the catalog answers exactly the values expected."""
+    from mcp.types import PromptReference, ResourceTemplateReference
+
+    failures = 0
+    for case in catalog.get("completions", []):
+        ref = case["ref"]
+        reference = (
+            PromptReference(type="ref/prompt", name=ref["name"])
+            if ref["type"] == "ref/prompt"
+            else ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
+        )
+        what = f"complete {ref.get('name') or ref.get('uri')} {case['argument']}={case['value']!r}"
+        try:
+            result = await client.complete(reference, {"name": case["argument"], "value": case["value"]})
+        except Exception as exc:
+            print(f"FAIL {what}: {one_line(exc)}")
+            failures += 1
+            continue
+        fine = result.completion.values == case["values"]
+        print(f"{'ok  ' if fine else 'FAIL'} {what}: values={result.completion.values} (expected {case['values']})")
+        failures += 0 if fine else 1
+    return failures
 
 
 def main() -> None:

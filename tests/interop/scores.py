@@ -5,7 +5,9 @@
 
 Each RUN is what `tests/interop/run` kept of one suite run against one server: a folder
 holding `stdout.txt` (what the suite printed) and `checks/` (its `-o` output: one folder
-per scenario with a `checks.json`). LABEL names the column, e.g. `3` for chapter 3.
+per scenario with a `checks.json`). LABEL names the column, e.g. `ch03` for chapter 3.
+A row's "newly passing" column compares it with the row above, except that the first
+`chNN+fixtures` row compares with `chNN`.
 
 A scenario passes when none of its checks is a FAILURE, as the suite's own summary
 counts it (✓). One that passes with a WARNING gets ⚠: a SHOULD the server skips. Checks
@@ -67,8 +69,12 @@ def table(title: str, runs: list[Run]) -> str:
 
     out += ["| server | scenarios passed | checks passed | checks failed | newly passing (+) or failing (−) |"]
     out += ["|---|---|---|---|---|"]
+    by_label = {run.label: run for run in runs}
     previous: Run | None = None
     for run in runs:
+        # The first "chNN+fixtures" row compares with "chNN" itself, not the row above it.
+        if previous and "+" in run.label and "+" not in previous.label:
+            previous = by_label.get(run.label.split("+")[0], previous)
         passing = [s for s in run.scored() if run.verdict(s) != FAIL]
         was = [s for s in previous.scored() if previous.verdict(s) != FAIL] if previous else []
         changes = [f"+{s}" for s in passing if s not in was] + [f"−{s}" for s in was if s not in passing]

@@ -1,0 +1,1562 @@
+//! Chapter 11: resources.
+//!
+//! The starter of chapter 10, which offered tools, now also offers resources: data a
+//! host reads by URI, to put in front of the model or the user.
+//! - YOUR RESOURCES, after YOUR TOOLS, holds them: a document (`docs://pay-rules`), an
+//!   image (`images://logo.png`), and a template that stands for every order
+//!   (`orders://{orderId}`);
+//! - `resources/list` lists the resources, `resources/templates/list` the templates,
+//!   and `resources/read` answers what one URI holds: text, or bytes as base64;
+//! - a URI that names nothing is "Resource not found", `-32002` in the handshake era
+//!   and `-32602` in 2026-07-28, with the URI in `data`;
+//! - `initialize` and `server/discover` announce `resources`; in 2026-07-28 the lists
+//!   and the reads carry caching hints;
+//! - `lookup_order` now also links to its order's resource (a `resource_link` block).
+//!
+//! Both transports and both eras, as in chapter 10. Nothing else changed: what the
+//! server offers now travels as one `Catalog` instead of a list of tools.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Write};
+use std::net::ToSocketAddrs;
+use std::num::NonZeroUsize;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+// The HTTP base, `src/http.rs` of the workbook. In a copy made with `workbook starter`,
+// that file sits next to this one, and this line says `mod http;`.
+use mcp_workbook::http;
+
+use http::{Config, Request, Response};
+
+// ===========================================================================
+// YOUR TOOLS: who this server is, and what it offers. Add yours here.
+//
+// A tool's function gets its arguments, already checked against its `inputSchema`,
+// and returns a `ToolResult` (defined in the MCP layer below):
+// - `ToolResult::text(..)`: a text for the model to read;
+// - `ToolResult::structured(&value)`: a value for programs too, with an `outputSchema`;
+// - `ToolResult::error(..)`: the call failed; say why, so the model can correct itself.
+// A tool that panics becomes a JSON-RPC error (-32603) and the server goes on.
+// ===========================================================================
+
+/// Who this server is, for `serverInfo`. Give it your own name and version.
+const SERVER_NAME: &str = "pingme";
+const SERVER_VERSION: &str = "1.0.0";
+
+// ANCHOR: tools
+/// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
+struct Tool {
+    definition: Value,
+    run: fn(&Map<String, Value>) -> ToolResult,
+}
+
+/// Every tool this server offers. The host hands the definitions to the model, and
+/// they are all the model knows of a tool: it calls a tool when the `description`
+/// matches what the user asked, and fills in the arguments from `inputSchema`,
+/// property descriptions included.
+fn tools(demo_faults: bool) -> Vec<Tool> {
+    let mut tools = vec![
+        Tool {
+            definition: json!({
+                "name": "PingME",
+                "title": "Ping me",
+                "description": "Checks that this MCP server is reachable: it answers with the single word \
+                    BISMILLAH. Call it when the user asks to ping or test this server or the connection to it. \
+                    Do not call it for anything else: it takes no input and returns no information.",
+                // No arguments: an object with no properties, and no others allowed.
+                "inputSchema": { "type": "object", "additionalProperties": false },
+            }),
+            run: ping_me,
+        },
+        Tool {
+            definition: json!({
+                "name": "calculate_overtime",
+                "title": "Calculate overtime pay",
+                "description": "Calculates the gross pay for one day's work, overtime included. On a weekday \
+                    the first 8 hours are paid at the hourly rate and each further hour at 1.5 times the rate; \
+                    every hour on a Saturday is paid at 1.5 times, on a Sunday at 2 times and on a public \
+                    holiday at 2.5 times. Call it when the user asks what a day's work pays or how much of it \
+                    is overtime. Do not call it for a whole week or month (call it once per day), for salaried \
+                    staff, or for taxes and deductions: it computes gross pay only.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "hours": {
+                            "type": "number",
+                            "minimum": 0,
+                            "maximum": 24,
+                            "description": "Hours worked on that day, for example 10 or 7.5.",
+                        },
+                        "rate": {
+                            "type": "number",
+                            "minimum": 0,
+                            "maximum": 1_000_000,
+                            "description": "The hourly base rate, in the user's currency, for example 20. \
+                                The tool does not convert currencies.",
+                        },
+                        "dayType": {
+                            "type": "string",
+                            "enum": ["weekday", "saturday", "sunday", "holiday"],
+                            "description": "The kind of day the hours were worked on. Use `holiday` for a \
+                                public holiday, whatever day of the week it falls on.",
+                        },
+                    },
+                    "required": ["hours", "rate", "dayType"],
+                    "additionalProperties": false,
+                },
+                // What every successful result's `structuredContent` looks like: the
+                // fields of `OvertimePay`, as serde writes them.
+                "outputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "hours": { "type": "number", "description": "Hours worked, as given." },
+                        "rate": { "type": "number", "description": "The hourly base rate, as given." },
+                        "dayType": {
+                            "type": "string",
+                            "enum": ["weekday", "saturday", "sunday", "holiday"],
+                            "description": "The kind of day, as given.",
+                        },
+                        "regularHours": { "type": "number", "description": "Hours paid at the base rate." },
+                        "overtimeHours": { "type": "number", "description": "Hours paid at the overtime rate." },
+                        "overtimeMultiplier": {
+                            "type": "number",
+                            "description": "How many base rates an overtime hour pays: 1.5, 2 or 2.5.",
+                        },
+                        "regularPay": { "type": "number", "description": "regularHours times rate, rounded to cents." },
+                        "overtimePay": {
+                            "type": "number",
+                            "description": "overtimeHours times rate times overtimeMultiplier, rounded to cents.",
+                        },
+                        "totalPay": { "type": "number", "description": "regularPay plus overtimePay." },
+                    },
+                    "required": [
+                        "hours", "rate", "dayType", "regularHours", "overtimeHours", "overtimeMultiplier",
+                        "regularPay", "overtimePay", "totalPay",
+                    ],
+                    "additionalProperties": false,
+                },
+            }),
+            run: calculate_overtime,
+        },
+        // ANCHOR: lookup_order_definition
+        Tool {
+            definition: json!({
+                "name": "lookup_order",
+                "title": "Look up an order",
+                "description": "Looks up one customer order by its id and tells its status, what was ordered \
+                    and the total. Call it when the user asks about a particular order (where it is, what was \
+                    in it, what it cost) and gives its id, such as A-1001. Do not call it to search or list \
+                    orders: it needs the exact id, and finds nothing else.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "orderId": {
+                            "type": "string",
+                            "description": "The order's id, exactly as the user gave it, for example A-1001.",
+                        },
+                    },
+                    "required": ["orderId"],
+                    "additionalProperties": false,
+                },
+            }),
+            run: lookup_order,
+        },
+        // ANCHOR_END: lookup_order_definition
+    ];
+    if demo_faults {
+        tools.push(Tool {
+            definition: json!({
+                "name": "split_shift",
+                "title": "Split minutes into shifts (fault demo)",
+                "description": "A fault demo, offered only when the server runs with --demo-faults. \
+                    Divides a number of minutes evenly into shifts. It has a bug: its schema lets `shifts` \
+                    be 0, and dividing by zero panics. Call it only to see what the server does then.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "minutes": { "type": "integer", "minimum": 0, "description": "The minutes to split." },
+                        "shifts": { "type": "integer", "minimum": 0, "description": "How many shifts." },
+                    },
+                    "required": ["minutes", "shifts"],
+                    "additionalProperties": false,
+                },
+            }),
+            run: split_shift,
+        });
+    }
+    tools
+}
+// ANCHOR_END: tools
+
+// ANCHOR: ping_me
+/// `PingME`: the magic word, and nothing else.
+fn ping_me(_arguments: &Map<String, Value>) -> ToolResult {
+    ToolResult::text("BISMILLAH")
+}
+// ANCHOR_END: ping_me
+
+// ANCHOR: calculate_overtime
+/// `calculate_overtime`'s arguments, read from JSON by serde.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OvertimeArguments {
+    hours: f64,
+    rate: f64,
+    day_type: DayType,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum DayType {
+    Weekday,
+    Saturday,
+    Sunday,
+    Holiday,
+}
+
+/// A day's pay, split into its regular and overtime parts: the tool's typed output.
+/// Serde writes it as the JSON object the `outputSchema` describes.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OvertimePay {
+    hours: f64,
+    rate: f64,
+    day_type: DayType,
+    regular_hours: f64,
+    overtime_hours: f64,
+    overtime_multiplier: f64,
+    regular_pay: f64,
+    overtime_pay: f64,
+    total_pay: f64,
+}
+
+fn calculate_overtime(arguments: &Map<String, Value>) -> ToolResult {
+    let arguments: OvertimeArguments = match serde_json::from_value(Value::Object(arguments.clone())) {
+        Ok(arguments) => arguments,
+        Err(error) => return ToolResult::error(format!("Invalid arguments: {}", echo(&error.to_string()))),
+    };
+    ToolResult::structured(&overtime_pay(&arguments))
+}
+
+/// The pay rules the tool's description promises.
+fn overtime_pay(arguments: &OvertimeArguments) -> OvertimePay {
+    let OvertimeArguments { hours, rate, day_type } = *arguments;
+    // On a weekday the first 8 hours are regular; on other days every hour is overtime.
+    let (regular_hours, overtime_multiplier) = match day_type {
+        DayType::Weekday => (hours.min(8.0), 1.5),
+        DayType::Saturday => (0.0, 1.5),
+        DayType::Sunday => (0.0, 2.0),
+        DayType::Holiday => (0.0, 2.5),
+    };
+    let overtime_hours = hours - regular_hours;
+    let regular_pay = cents(regular_hours * rate);
+    let overtime_pay = cents(overtime_hours * rate * overtime_multiplier);
+    OvertimePay {
+        hours,
+        rate,
+        day_type,
+        regular_hours,
+        overtime_hours,
+        overtime_multiplier,
+        regular_pay,
+        overtime_pay,
+        total_pay: cents(regular_pay + overtime_pay),
+    }
+}
+
+/// Round money to whole cents, so that 0.1 + 0.2 shows as 0.3.
+fn cents(amount: f64) -> f64 {
+    (amount * 100.0).round() / 100.0
+}
+// ANCHOR_END: calculate_overtime
+
+// ANCHOR: lookup_order
+/// One order, as the tool reports it and its resource holds it (`orders://A-1001`).
+/// Yours would come from a database or an API.
+#[derive(Serialize)]
+struct Order {
+    id: &'static str,
+    status: &'static str,
+    items: &'static [&'static str],
+    total: f64,
+}
+
+/// The orders `lookup_order` knows: a stand-in for your own data. Replace the body of
+/// `lookup_order` with a query, and keep the rest.
+const ORDERS: &[Order] = &[
+    Order {
+        id: "A-1001",
+        status: "shipped on 3 March, arriving 6 March",
+        items: &["desk lamp", "2 bulbs"],
+        total: 54.9,
+    },
+    Order { id: "A-1002", status: "being packed", items: &["office chair"], total: 189.0 },
+];
+
+/// `lookup_order`'s arguments, read from JSON by serde.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LookupOrderArguments {
+    order_id: String,
+}
+
+/// `lookup_order`: the order's status, items and total as one text for the model, and
+/// a link to the order's resource, which the host may read for the whole record.
+/// An id it does not know is a failed call (`isError`), with a hint the model can act on.
+fn lookup_order(arguments: &Map<String, Value>) -> ToolResult {
+    let arguments: LookupOrderArguments = match serde_json::from_value(Value::Object(arguments.clone())) {
+        Ok(arguments) => arguments,
+        Err(error) => return ToolResult::error(format!("Invalid arguments: {}", echo(&error.to_string()))),
+    };
+    match ORDERS.iter().find(|order| order.id == arguments.order_id) {
+        Some(order) => ToolResult::text(format!(
+            "Order {}: {}. Items: {}. Total: {:.2}.",
+            order.id,
+            order.status,
+            order.items.join(", "),
+            order.total
+        ))
+        .with_link(&format!("orders://{}", order.id), order.id, "application/json"),
+        None => ToolResult::error(format!(
+            "There is no order \"{}\". Order ids look like A-1001: ask the user for the exact id.",
+            echo(&arguments.order_id)
+        )),
+    }
+}
+// ANCHOR_END: lookup_order
+
+// ANCHOR: split_shift
+/// `split_shift`, the fault demo: integer division by zero panics in Rust, and
+/// nothing here stops `shifts` from being 0.
+fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
+    let minutes = arguments["minutes"].as_u64().unwrap_or(0);
+    let shifts = arguments["shifts"].as_u64().unwrap_or(0);
+    ToolResult::text(format!("{} minutes per shift", minutes / shifts))
+}
+// ANCHOR_END: split_shift
+
+// ===========================================================================
+// YOUR RESOURCES: what a host may read from this server. Add yours here.
+//
+// A resource is data with a URI: a document, an image, a record. The host decides
+// what to read and what to do with it (show it, or put it in front of the model); the
+// model does not call it as it calls a tool. A read function returns `ResourceContents`
+// (defined in the MCP layer below):
+// - `ResourceContents::Text(..)`: text, such as Markdown or JSON;
+// - `ResourceContents::Blob(..)`: bytes, such as an image; they travel as base64.
+// A resource has one URI and is listed by `resources/list`; a template stands for many
+// (`orders://{orderId}`), is listed by `resources/templates/list`, and its function
+// gets the values of the URI's variables and returns `None` for a URI that names nothing.
+// ===========================================================================
+
+// ANCHOR: resources
+/// A resource: its entry in `resources/list`, and the function `resources/read` runs.
+struct Resource {
+    definition: Value,
+    read: fn() -> ResourceContents,
+}
+
+/// Every resource with a URI of its own. The `mimeType` of each is also what its
+/// contents are said to be when read.
+fn resources() -> Vec<Resource> {
+    vec![
+        Resource {
+            definition: json!({
+                "uri": "docs://pay-rules",
+                "name": "pay-rules.md",
+                "title": "Overtime pay rules",
+                "description": "The rules calculate_overtime applies: the regular hours of a weekday, and the \
+                    overtime multiplier of each kind of day. Read it to explain a pay figure to an employee.",
+                "mimeType": "text/markdown",
+            }),
+            read: pay_rules,
+        },
+        Resource {
+            definition: json!({
+                "uri": "images://logo.png",
+                "name": "logo.png",
+                "title": "PingME logo",
+                "description": "The company logo, 16 by 16 pixels, for letters and replies to customers.",
+                "mimeType": "image/png",
+                // The size of the raw bytes, before base64: what a host shows as the file's size.
+                "size": LOGO_PNG.len(),
+            }),
+            read: logo,
+        },
+    ]
+}
+
+/// `docs://pay-rules`: the rules `overtime_pay` implements, for people to read.
+fn pay_rules() -> ResourceContents {
+    ResourceContents::Text(
+        "# Overtime pay rules\n\n\
+         - Weekday: the first 8 hours at the hourly rate, every further hour at 1.5 times the rate.\n\
+         - Saturday: every hour at 1.5 times the rate.\n\
+         - Sunday: every hour at 2 times the rate.\n\
+         - Public holiday: every hour at 2.5 times the rate, whatever the day of the week.\n\n\
+         Pay is gross, before taxes and deductions, rounded to cents.\n"
+            .to_string(),
+    )
+}
+
+/// The logo: a 16x16 PNG, a green P. Yours might come from a file: `include_bytes!("logo.png")`.
+const LOGO_PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x10, 0x00, 0x00, 0x00, 0x10, 0x01, 0x03, 0x00, 0x00, 0x00, 0x25, 0x3d, 0x6d, 0x22, 0x00, 0x00, 0x00, 0x06, 0x50,
+    0x4c, 0x54, 0x45, 0xff, 0xff, 0xff, 0x0f, 0x76, 0x6e, 0x8d, 0xf1, 0x06, 0x6c, 0x00, 0x00, 0x00, 0x21, 0x49, 0x44,
+    0x41, 0x54, 0x78, 0xda, 0x63, 0x60, 0x00, 0x03, 0xf9, 0x0f, 0x0c, 0xf2, 0x3f, 0x18, 0x64, 0x2c, 0x18, 0x64, 0x24,
+    0x40, 0x24, 0x90, 0x0d, 0x14, 0x91, 0x61, 0x40, 0x41, 0x60, 0x00, 0x00, 0xa8, 0x80, 0x05, 0xb5, 0x4a, 0x2d, 0x52,
+    0xe6, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// `images://logo.png`: the logo's bytes.
+fn logo() -> ResourceContents {
+    ResourceContents::Blob(LOGO_PNG.to_vec())
+}
+
+/// A resource template: its entry in `resources/templates/list`, and the function
+/// `resources/read` runs for a URI that matches it, with the values of its variables.
+struct ResourceTemplate {
+    definition: Value,
+    read: fn(&BTreeMap<String, String>) -> Option<ResourceContents>,
+}
+
+/// Every template. Its `uriTemplate` is an RFC 6570 template; this server reads the
+/// simple `{name}` form, each variable standing for one segment of the URI.
+fn resource_templates() -> Vec<ResourceTemplate> {
+    vec![ResourceTemplate {
+        definition: json!({
+            "uriTemplate": "orders://{orderId}",
+            "name": "order",
+            "title": "An order",
+            "description": "One customer order by its id, such as orders://A-1001: its status, items and \
+                total, as JSON.",
+            "mimeType": "application/json",
+        }),
+        read: order,
+    }]
+}
+
+/// `orders://{orderId}`: the order as JSON, the same record `lookup_order` reads.
+fn order(variables: &BTreeMap<String, String>) -> Option<ResourceContents> {
+    let order = ORDERS.iter().find(|order| order.id == variables["orderId"])?;
+    Some(ResourceContents::Text(serde_json::to_string(order).expect("an order always serializes")))
+}
+// ANCHOR_END: resources
+
+// ===========================================================================
+// THE SERVER: transports, protocol, checks. Nothing below needs to change to add
+// a tool or a resource; the workbook's chapters 1 to 9 and 11 explain every part.
+// ===========================================================================
+
+// ANCHOR: args
+#[derive(Parser)]
+#[command(about = "Chapter 11: an MCP server with tools and resources, over HTTP or over stdin and stdout")]
+struct Args {
+    /// Address to listen on. Port 0 picks a free port. An address other machines can
+    /// reach (anything but 127.0.0.1 or [::1]) is your explicit choice: it prints a warning.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: String,
+    /// The largest request body, in bytes. A larger one is answered 413 unread.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    max_body_bytes: usize,
+    /// Also offer `split_shift`, a tool with a bug, to see what a panicking tool does.
+    #[arg(long)]
+    demo_faults: bool,
+    /// Threads that answer requests [default: one per CPU core].
+    #[arg(long, value_name = "N")]
+    workers: Option<NonZeroUsize>,
+    /// Client connections open at once; one more is answered 503 and closed. Each costs
+    /// a thread and a file descriptor, so keep it well below `ulimit -n`.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_connections: usize,
+    /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
+    /// name a reverse proxy forwards. localhost, 127.0.0.1 and [::1] always work.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
+    /// Also accept requests sent with this `Origin` (repeatable), e.g.
+    /// https://app.example.com. http://localhost, http://127.0.0.1 and http://[::1],
+    /// on any port, always work.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// Require `Authorization: Bearer TOKEN` on every request. Prefer the environment
+    /// variable MCP_WORKBOOK_TOKEN: other users of the machine can read flags with `ps`.
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
+    /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
+    /// flags do not apply: only the process that started the server can talk to it.
+    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "max_connections", "allowed_hosts", "allowed_origins", "token"])]
+    stdio: bool,
+}
+
+/// The environment variable that holds the bearer token when `--token` is not given.
+const TOKEN_VARIABLE: &str = "MCP_WORKBOOK_TOKEN";
+
+// ANCHOR: catalog
+/// Everything this server offers, from YOUR TOOLS and YOUR RESOURCES: what the
+/// methods list, run and read.
+struct Catalog {
+    tools: Vec<Tool>,
+    resources: Vec<Resource>,
+    resource_templates: Vec<ResourceTemplate>,
+}
+// ANCHOR_END: catalog
+
+fn main() -> std::io::Result<()> {
+    let args = Args::parse();
+    let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
+    let config = Config {
+        workers,
+        max_body_bytes: args.max_body_bytes,
+        max_connections: args.max_connections,
+        ..Config::default()
+    };
+    // The catalog is built once, from the flags; every request reads the same one.
+    let catalog =
+        Catalog { tools: tools(args.demo_faults), resources: resources(), resource_templates: resource_templates() };
+    if args.stdio {
+        return serve_stdio(&catalog);
+    }
+    let token = args.token.or_else(|| std::env::var(TOKEN_VARIABLE).ok()).filter(|token| !token.is_empty());
+    let guard = Guard::new(&args.bind, &args.allowed_hosts, &args.allowed_origins, token);
+    http::serve(&args.bind, config, move |request| handle(request, &catalog, &guard))
+}
+// ANCHOR_END: args
+
+// ---------------------------------------------------------------------------
+// HTTP layer: one path, one method.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: handle
+/// The whole server as a pure function: an HTTP request in, an HTTP response out.
+fn handle(request: &Request, catalog: &Catalog, guard: &Guard) -> Response {
+    // Who is asking comes first: a request the guard refuses learns nothing else.
+    if let Err(refusal) = guard.admit(request) {
+        return refusal;
+    }
+    if request.path != "/mcp" {
+        return Response::empty(404);
+    }
+    if request.method != "POST" {
+        // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
+        return Response::empty(405).with_header("Allow", "POST");
+    }
+    // Headers first: there is no point reading a body we cannot understand, or
+    // answering in a form the client cannot read. Both errors are about the request
+    // as a whole, so they carry `"id": null`, like every error before the body is read.
+    let Some(format) = response_format(request.header("Accept")) else {
+        let error = RpcError::invalid_request("`Accept` must allow application/json or text/event-stream");
+        return reply(406, Value::Null, Err(error));
+    };
+    if !is_json(request.header("Content-Type")) {
+        let error = RpcError::invalid_request("`Content-Type` must be application/json");
+        return reply(415, Value::Null, Err(error));
+    }
+    let message = match parse_message(&request.body) {
+        Ok(message) => message,
+        // Not a message at all: there is no id to answer to, hence `"id": null`.
+        Err(error) => return reply(400, Value::Null, Err(error)),
+    };
+    // A request in the 2026-07-28 envelope is served by that revision's rules.
+    if let Message::Request { id, method, params } = &message
+        && is_modern(Some(request), method, params.as_ref())
+    {
+        return format.wrap(answer_modern(Some(request), id.clone(), method, params.as_ref(), catalog));
+    }
+    // Before any method runs: a revision this server does not speak is refused.
+    if let Err(error) = check_protocol_version(request, &message) {
+        return reply(400, message.id(), Err(error));
+    }
+    match message {
+        Message::Request { id, method, params } => {
+            format.wrap(reply(200, id, dispatch(&method, params.as_ref(), catalog)))
+        }
+        // Nobody waits for an answer to these: acknowledge, with no body.
+        Message::Notification { method } => {
+            eprintln!("notification: {:?}", echo(&method));
+            Response::empty(202)
+        }
+        Message::Response => Response::empty(202),
+    }
+}
+// ANCHOR_END: handle
+
+// ANCHOR: headers
+/// How the client will read the response to a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Format {
+    /// `Content-Type: application/json`, one JSON-RPC response.
+    Json,
+    /// `Content-Type: text/event-stream`, the same response as one server-sent event.
+    EventStream,
+}
+
+/// Read `Accept`: JSON when it allows JSON, an event stream when it allows only that,
+/// `None` when it allows neither. No `Accept` at all means anything goes.
+fn response_format(accept: Option<&str>) -> Option<Format> {
+    let Some(accept) = accept else { return Some(Format::Json) };
+    // `application/json, text/event-stream;q=0.5`: media ranges, each with optional
+    // parameters; `q=0` means "not this one".
+    let allowed: Vec<String> = accept
+        .split(',')
+        .filter_map(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next()?.trim().to_ascii_lowercase();
+            let refused = parts
+                .filter_map(|p| p.split_once('='))
+                .any(|(name, value)| name.trim().eq_ignore_ascii_case("q") && value.trim().parse::<f64>() == Ok(0.0));
+            (!refused).then_some(media)
+        })
+        .collect();
+    let allows = |ranges: &[&str]| allowed.iter().any(|media| ranges.contains(&media.as_str()));
+    if allows(&["application/json", "application/*", "*/*"]) {
+        Some(Format::Json)
+    } else if allows(&["text/event-stream", "text/*"]) {
+        Some(Format::EventStream)
+    } else {
+        None
+    }
+}
+
+impl Format {
+    /// Put a JSON response in the form the client asked for.
+    fn wrap(self, response: Response) -> Response {
+        match self {
+            Format::Json => response,
+            // One event named `message` whose data is the JSON-RPC response, then a
+            // blank line; the stream ends with the response.
+            Format::EventStream => {
+                let mut body = b"event: message\ndata: ".to_vec();
+                body.extend_from_slice(&response.body);
+                body.extend_from_slice(b"\n\n");
+                Response::empty(response.status).with_header("Content-Type", "text/event-stream").with_body(body)
+            }
+        }
+    }
+}
+
+/// `application/json`, in any case, with or without parameters such as `charset`.
+fn is_json(content_type: Option<&str>) -> bool {
+    let media = content_type.and_then(|value| value.split(';').next()).unwrap_or("");
+    media.trim().eq_ignore_ascii_case("application/json")
+}
+// ANCHOR_END: headers
+
+// ---------------------------------------------------------------------------
+// stdio: the same messages, one per line, for a host that starts the server.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: stdio
+/// Read messages from stdin, one per line, and write each answer to stdout as one
+/// line. stdout carries nothing else; the log goes to stderr. When the host closes
+/// stdin, the loop ends and so does the process.
+fn serve_stdio(catalog: &Catalog) -> io::Result<()> {
+    eprintln!("serving MCP on stdin/stdout");
+    let (mut input, mut output) = (io::stdin().lock(), io::stdout().lock());
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // Bytes, not a String: a line that is not UTF-8 gets a parse error, it does
+        // not end the loop. At the end of input, a last line without `\n` still counts.
+        if input.read_until(b'\n', &mut line)? == 0 {
+            eprintln!("stdin closed: exiting");
+            return Ok(());
+        }
+        if let Some(answer) = handle_line(&line, catalog) {
+            // serde_json writes no raw newline (one inside a string is `\n`), so one
+            // message stays one line.
+            output.write_all(&answer)?;
+            output.write_all(b"\n")?;
+            output.flush()?; // the host is waiting for this line now, not later
+        }
+    }
+}
+
+/// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
+/// them. A notification, a response or a blank line gets no line back.
+fn handle_line(line: &[u8], catalog: &Catalog) -> Option<Vec<u8>> {
+    // The `\n` that ends the line (and a `\r` before it) is framing, not message.
+    let line = line.trim_ascii();
+    if line.is_empty() {
+        return None; // a blank line holds no message, so there is nothing to answer
+    }
+    let response = match parse_message(line) {
+        Err(error) => reply(400, Value::Null, Err(error)),
+        // No headers here: a request is modern by its `_meta` alone.
+        Ok(Message::Request { id, method, params }) if is_modern(None, &method, params.as_ref()) => {
+            answer_modern(None, id, &method, params.as_ref(), catalog)
+        }
+        Ok(Message::Request { id, method, params }) => reply(200, id, dispatch(&method, params.as_ref(), catalog)),
+        Ok(Message::Notification { method }) => {
+            eprintln!("notification: {:?}", echo(&method));
+            return None;
+        }
+        Ok(Message::Response) => return None,
+    };
+    // There is no status line on stdio: the status `reply` chose goes nowhere, and the
+    // JSON-RPC error in the body is the whole answer.
+    Some(response.body)
+}
+// ANCHOR_END: stdio
+
+// ANCHOR: guard
+/// Who may talk to this server. Every request passes [`Guard::admit`] before its body
+/// is even parsed.
+struct Guard {
+    /// Host names (lowercase, no port) this server answers as, besides the loopback ones.
+    hosts: Vec<String>,
+    /// Origins (lowercase) allowed besides the loopback ones.
+    origins: Vec<String>,
+    /// The bearer token every request must carry, when one is set.
+    token: Option<String>,
+}
+
+/// The names a server on this machine is always reachable as, on any port.
+const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+impl Guard {
+    /// The guard for a server bound to `bind`. Warns, on stderr, when that address is
+    /// reachable from other machines.
+    fn new(bind: &str, hosts: &[String], origins: &[String], token: Option<String>) -> Guard {
+        let mut hosts: Vec<String> = hosts.iter().filter_map(|h| host_name(h)).map(str::to_ascii_lowercase).collect();
+        for address in bind.to_socket_addrs().into_iter().flatten().filter(|a| !a.ip().is_loopback()) {
+            eprintln!(
+                "warning: binding to {address}, which other machines can reach. Anyone who reaches it can \
+                 call its tools: set a token ({TOKEN_VARIABLE}) and name the hosts clients use with --allowed-host."
+            );
+            // A specific address is a name the server answers as; 0.0.0.0 and [::] are not.
+            if !address.ip().is_unspecified() {
+                let name = if address.is_ipv6() { format!("[{}]", address.ip()) } else { address.ip().to_string() };
+                hosts.push(name);
+            }
+        }
+        let origins = origins.iter().map(|o| o.trim_end_matches('/').to_ascii_lowercase()).collect();
+        Guard { hosts, origins, token }
+    }
+
+    /// Let a request through, or answer it with the reason it may not pass.
+    fn admit(&self, request: &Request) -> Result<(), Response> {
+        // DNS rebinding: a web page whose own host name now resolves to 127.0.0.1
+        // still says that name in `Host`.
+        let host = request.header("Host").unwrap_or("");
+        if !self.answers_as(host) {
+            return Err(refusal(
+                403,
+                &format!("Forbidden: Host '{}' is not a name this server answers to", echo(host)),
+            ));
+        }
+        // A web page on another site, sending requests from the user's own browser.
+        // Browsers say which site in `Origin`; other clients do not send one.
+        if let Some(origin) = request.header("Origin")
+            && !self.allows_origin(origin)
+        {
+            return Err(refusal(403, &format!("Forbidden: Origin '{}' is not allowed", echo(origin))));
+        }
+        // Anyone else who can reach the port: other users, other programs.
+        let Some(expected) = &self.token else { return Ok(()) };
+        match bearer_token(request) {
+            Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => Ok(()),
+            // RFC 6750, section 3: no credentials get a bare challenge, wrong ones say so.
+            Some(_) => Err(refusal(401, "Unauthorized: wrong bearer token")
+                .with_header("WWW-Authenticate", r#"Bearer error="invalid_token""#)),
+            None => Err(refusal(401, "Unauthorized: send `Authorization: Bearer <token>`")
+                .with_header("WWW-Authenticate", "Bearer")),
+        }
+    }
+
+    /// Is `host` (a `Host` header: name and optional port) one of our names? Any port
+    /// goes: a port forward or a proxy changes the port, a rebinding attack the name.
+    fn answers_as(&self, host: &str) -> bool {
+        host_name(host)
+            .map(str::to_ascii_lowercase)
+            .is_some_and(|name| LOOPBACK_NAMES.contains(&name.as_str()) || self.hosts.contains(&name))
+    }
+
+    /// Is `origin` (scheme, host, optional port) allowed? The loopback ones on any
+    /// port, and those given with `--allowed-origin`, exactly.
+    fn allows_origin(&self, origin: &str) -> bool {
+        let origin = origin.to_ascii_lowercase();
+        let loopback = origin.strip_prefix("http://").and_then(host_name).is_some_and(|n| LOOPBACK_NAMES.contains(&n));
+        loopback || self.origins.contains(&origin)
+    }
+}
+
+/// `localhost:8080` -> `localhost`, `[::1]:8080` -> `[::1]`, `127.0.0.1` -> `127.0.0.1`.
+/// `None` when what follows the name is not a port: `localhost.evil.example` is a name
+/// of its own, and `localhost/x` or `localhost:80@evil.example` are not a host at all.
+fn host_name(authority: &str) -> Option<&str> {
+    let end = if authority.starts_with('[') {
+        authority.find(']')? + 1
+    } else {
+        authority.find(':').unwrap_or(authority.len())
+    };
+    let (name, rest) = authority.split_at(end);
+    let port_ok = rest.is_empty()
+        || rest.strip_prefix(':').is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let name_ok = !name.is_empty() && !name.contains(['/', '@', '?', '#']);
+    (port_ok && name_ok).then_some(name)
+}
+
+/// The token in `Authorization: Bearer <token>` (the scheme is case-insensitive).
+fn bearer_token(request: &Request) -> Option<&str> {
+    let (scheme, token) = request.header("Authorization")?.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("Bearer").then(|| token.trim())
+}
+
+/// Compare two secrets in time that does not depend on where they first differ, so
+/// that timing the 401s cannot reveal the token a byte at a time. (The time does
+/// depend on the expected token's length, which is not the secret.)
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    let mut difference = given.len() ^ expected.len();
+    for (i, byte) in expected.iter().enumerate() {
+        difference |= usize::from(byte ^ given.get(i).copied().unwrap_or(0));
+    }
+    std::hint::black_box(difference) == 0
+}
+
+/// A refusal before the body was read: a JSON-RPC error with `"id": null`, so that a
+/// client shows the reason, with the HTTP status that says what kind of refusal.
+fn refusal(status: u16, message: &str) -> Response {
+    let error = RpcError { code: -32600, message: message.to_string(), data: None };
+    reply(status, Value::Null, Err(error))
+}
+// ANCHOR_END: guard
+
+// ANCHOR: protocol_version
+/// `MCP-Protocol-Version`: the revision a client agreed to in `initialize`, sent on
+/// every later request. A revision this server does not speak is refused with `400`
+/// before the method runs, so the client is not misled by answers in a dialect it
+/// did not ask for. No header is fine: clients of 2025-03-26 and before never send
+/// one. `initialize` itself is never checked: it is where the revision is chosen.
+fn check_protocol_version(request: &Request, message: &Message) -> Result<(), RpcError> {
+    if message.method() == Some("initialize") {
+        return Ok(());
+    }
+    match request.header("MCP-Protocol-Version") {
+        None => Ok(()),
+        Some(version) if SUPPORTED_VERSIONS.contains(&version) || MODERN_VERSIONS.contains(&version) => Ok(()),
+        Some(version) => Err(RpcError::invalid_request(&format!(
+            "unsupported MCP-Protocol-Version '{}'; this server speaks {}",
+            echo(version),
+            all_versions().join(", ")
+        ))),
+    }
+}
+// ANCHOR_END: protocol_version
+
+// ANCHOR: modern
+/// The `_meta` keys every 2026-07-28 request carries (`2026-07-28/basic/index.mdx`).
+const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// Which era a request belongs to (`2026-07-28/basic/versioning.mdx`): one whose
+/// `_meta` carries the protocol version is modern, and so is one whose
+/// `MCP-Protocol-Version` names a modern revision, except on `initialize`, where that
+/// header is never read. Everything else, `initialize` above all, is the handshake era.
+/// `request` is the HTTP request, `None` over stdio, which has no headers.
+fn is_modern(request: Option<&Request>, method: &str, params: Option<&Value>) -> bool {
+    let in_body = request_meta(params).is_some_and(|meta| meta.contains_key(PROTOCOL_VERSION_KEY));
+    let in_header = method != "initialize"
+        && request
+            .and_then(|request| request.header("MCP-Protocol-Version"))
+            .is_some_and(|version| MODERN_VERSIONS.contains(&version));
+    in_body || in_header
+}
+
+/// `params._meta`, when there is one.
+fn request_meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
+    params?.get("_meta")?.as_object()
+}
+
+/// A modern request: check the envelope, run the method, and mark the result.
+fn answer_modern(
+    request: Option<&Request>,
+    id: Value,
+    method: &str,
+    params: Option<&Value>,
+    catalog: &Catalog,
+) -> Response {
+    if let Err(error) = check_envelope(request, method, params) {
+        return reply(400, id, Err(error));
+    }
+    match dispatch_modern(method, params, catalog) {
+        Ok(result) => reply(200, id, Ok(complete(method, result))),
+        // This revision gives "no such method" its own HTTP status.
+        Err(error) if error.code == -32601 => reply(404, id, Err(error)),
+        Err(error) => reply(200, id, Err(error)),
+    }
+}
+
+/// What every modern request must get right before its method runs, in this order
+/// (the Python SDK's order: a client whose headers contradict its body is told so
+/// before it is told its version is unsupported).
+fn check_envelope(request: Option<&Request>, method: &str, params: Option<&Value>) -> Result<(), RpcError> {
+    // 1. The two required `_meta` fields: without them the request is malformed.
+    let meta = request_meta(params);
+    let version = meta.and_then(|meta| meta.get(PROTOCOL_VERSION_KEY));
+    let capabilities = meta.and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY));
+    let (Some(version), Some(Value::Object(_))) = (version, capabilities) else {
+        return Err(RpcError::invalid_params(&format!(
+            "params._meta must carry {PROTOCOL_VERSION_KEY} and {CLIENT_CAPABILITIES_KEY} (an object)"
+        )));
+    };
+    // 2. Headers repeat the body for proxies that route on them; they must agree.
+    // stdio has no header layer: everything is in the body, so there is nothing to
+    // compare (`2026-07-28/basic/transports/stdio.mdx`, Request Metadata).
+    if let Some(request) = request {
+        header_matches(request, "MCP-Protocol-Version", version)?;
+        header_matches(request, "Mcp-Method", &Value::String(method.to_string()))?;
+        if let Some(field) = NAMED_BY.iter().find(|(m, _)| *m == method).map(|(_, field)| *field)
+            && let Some(name) = params.and_then(|p| p.get(field))
+        {
+            header_matches(request, "Mcp-Name", name)?;
+        }
+    }
+    // 3. A revision this server speaks. (A version that is not a string never gets
+    // here: no header equals it.)
+    let version = version.as_str().unwrap_or_default();
+    if !MODERN_VERSIONS.contains(&version) {
+        return Err(RpcError::unsupported_version(version));
+    }
+    Ok(())
+}
+
+/// Methods whose target is repeated in `Mcp-Name`, and the params field it repeats.
+const NAMED_BY: &[(&str, &str)] = &[("tools/call", "name"), ("prompts/get", "name"), ("resources/read", "uri")];
+
+/// The header `name` must be present and equal the body's `value` (a header always
+/// holds a string, so a body value that is not one never matches).
+fn header_matches(request: &Request, name: &str, value: &Value) -> Result<(), RpcError> {
+    let Some(raw) = request.header(name) else {
+        return Err(RpcError::header_mismatch(&format!("required header {name} is missing")));
+    };
+    // `Mcp-Name` may carry a value that is not plain ASCII as `=?base64?...?=`.
+    let header = if name == "Mcp-Name" { decode_sentinel(raw) } else { Some(raw.to_string()) };
+    if header.is_some() && header.as_deref() == value.as_str() {
+        return Ok(());
+    }
+    let body = value.as_str().map_or_else(|| value.to_string(), str::to_string);
+    Err(RpcError::header_mismatch(&format!(
+        "{name} header value '{}' does not match body value '{}'",
+        echo(raw),
+        echo(&body)
+    )))
+}
+
+/// Undo the `=?base64?...?=` wrapping a client uses for a value that is not plain
+/// ASCII (`2026-07-28/basic/transports/streamable-http.mdx`, Value Encoding). A plain
+/// value comes back as it is; a broken wrapping as `None`, which matches nothing.
+fn decode_sentinel(value: &str) -> Option<String> {
+    let Some(encoded) = value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) else {
+        return Some(value.to_string());
+    };
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let digits = encoded.trim_end_matches('=');
+    if encoded.len() % 4 != 0 || encoded.len() - digits.len() > 2 {
+        return None;
+    }
+    let (mut bytes, mut bits, mut count) = (Vec::new(), 0u32, 0);
+    for c in digits.bytes() {
+        bits = (bits << 6) | ALPHABET.iter().position(|&a| a == c)? as u32;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            bytes.push((bits >> count) as u8);
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// The methods of the stateless revision. `initialize` and `ping` are gone from it
+/// (`2026-07-28/changelog.mdx`); `server/discover` is new.
+fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
+    match method {
+        "server/discover" => Ok(discover()),
+        "initialize" | "ping" => Err(RpcError::method_not_found(method)),
+        // ANCHOR: not_found_2026
+        _ => dispatch(method, params, catalog).map_err(|error| match error.code {
+            // This revision says "resource not found" with the code for invalid params
+            // (`2026-07-28/server/resources.mdx`, Error Handling: MUST -32602).
+            RESOURCE_NOT_FOUND => RpcError { code: -32602, ..error },
+            _ => error,
+        }),
+        // ANCHOR_END: not_found_2026
+    }
+}
+
+/// What a client may learn before its first call: the revisions and capabilities.
+fn discover() -> Value {
+    json!({ "supportedVersions": all_versions(), "capabilities": { "tools": {}, "resources": {} } })
+}
+
+/// Every revision this server speaks, in either era, newest first.
+fn all_versions() -> Vec<&'static str> {
+    MODERN_VERSIONS.iter().chain(SUPPORTED_VERSIONS).copied().collect()
+}
+
+/// How long a client may reuse a list or a `server/discover` answer. The tools and
+/// resources are compiled in, so they change only when the server is rebuilt: five
+/// minutes spares a client asking on every turn and still picks up a restart soon.
+const CACHE_TTL_MS: u64 = 300_000;
+
+/// How long a client may reuse what `resources/read` answered. What a resource holds
+/// (an order's status) changes while the server runs, sooner than the list of what
+/// exists, so a minute.
+const READ_TTL_MS: u64 = 60_000;
+
+/// Every modern result says it is complete, and who answered; the cacheable ones
+/// say for how long, and for whom: `public`, the same for every caller, or
+/// `private`, a caller's own (`2026-07-28/server/utilities/caching.mdx`).
+fn complete(method: &str, mut result: Value) -> Value {
+    let fields = result.as_object_mut().expect("every result is an object");
+    fields.insert("resultType".into(), json!("complete"));
+    let server_info = json!({ "name": SERVER_NAME, "version": SERVER_VERSION });
+    fields.insert("_meta".into(), json!({ "io.modelcontextprotocol/serverInfo": server_info }));
+    let cache = match method {
+        "server/discover" | "tools/list" | "resources/list" | "resources/templates/list" => {
+            Some((CACHE_TTL_MS, "public"))
+        }
+        // A resource may hold one person's data (an order is a customer's): no shared
+        // cache may hand it to another caller.
+        "resources/read" => Some((READ_TTL_MS, "private")),
+        _ => None,
+    };
+    if let Some((ttl_ms, scope)) = cache {
+        fields.insert("ttlMs".into(), json!(ttl_ms));
+        fields.insert("cacheScope".into(), json!(scope));
+    }
+    result
+}
+// ANCHOR_END: modern
+
+// ---------------------------------------------------------------------------
+// JSON-RPC layer: the envelope every message travels in.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: message
+/// The three kinds of message a client can POST.
+#[derive(Debug)]
+enum Message {
+    /// Has an `id`: the client waits for a response with that same id.
+    Request { id: Value, method: String, params: Option<Value> },
+    /// Has no `id` member at all: fire and forget.
+    Notification { method: String },
+    /// A client's answer to a request the server sent. This server sends none, so
+    /// nothing is waiting for it.
+    Response,
+}
+
+impl Message {
+    /// The id to answer with: the request's own, else `null`.
+    fn id(&self) -> Value {
+        match self {
+            Message::Request { id, .. } => id.clone(),
+            _ => Value::Null,
+        }
+    }
+
+    fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request { method, .. } | Message::Notification { method } => Some(method),
+            Message::Response => None,
+        }
+    }
+}
+
+/// A JSON-RPC error object: `{"code": -32601, "message": "..."}`.
+#[derive(Debug, Serialize)]
+struct RpcError {
+    code: i64,
+    message: String,
+    /// Details a client can act on, such as the versions it may retry with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<Value>,
+}
+
+impl RpcError {
+    fn parse_error(detail: &str) -> RpcError {
+        RpcError { code: -32700, message: format!("Parse error: {detail}"), data: None }
+    }
+
+    fn invalid_request(detail: &str) -> RpcError {
+        RpcError { code: -32600, message: format!("Invalid Request: {detail}"), data: None }
+    }
+
+    fn method_not_found(method: &str) -> RpcError {
+        RpcError { code: -32601, message: format!("Method not found: {}", echo(method)), data: None }
+    }
+
+    fn invalid_params(detail: &str) -> RpcError {
+        RpcError { code: -32602, message: format!("Invalid params: {detail}"), data: None }
+    }
+
+    fn header_mismatch(detail: &str) -> RpcError {
+        RpcError { code: -32020, message: format!("Header mismatch: {detail}"), data: None }
+    }
+
+    fn unsupported_version(requested: &str) -> RpcError {
+        let data = json!({ "supported": all_versions(), "requested": echo(requested) });
+        RpcError { code: -32022, message: "Unsupported protocol version".into(), data: Some(data) }
+    }
+
+    fn internal_error(detail: &str) -> RpcError {
+        RpcError { code: -32603, message: format!("Internal error: {detail}"), data: None }
+    }
+
+    /// No resource has this URI (`2025-11-25/server/resources.mdx`, Error Handling).
+    /// The URI goes back in `data`, whole, for the client to match the error with; it
+    /// is a checked URI of at most `MAX_URI_LENGTH` characters (see `resources_read`).
+    fn resource_not_found(uri: &str) -> RpcError {
+        let data = json!({ "uri": uri });
+        RpcError { code: RESOURCE_NOT_FOUND, message: "Resource not found".into(), data: Some(data) }
+    }
+}
+
+/// The handshake era's code for "resource not found"; 2026-07-28 uses -32602 instead.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// Something the client sent, for an error message or the log: at most 80 characters.
+/// An answer never repeats a long input back: a 4 MiB name is answered in a line, not
+/// in 4 MiB (or many times that once its control characters are escaped).
+fn echo(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+// ANCHOR_END: message
+
+// ANCHOR: parse
+/// Read a body as one JSON-RPC message, or say why it is not one.
+fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
+    let json: Value = serde_json::from_slice(body).map_err(|e| RpcError::parse_error(&e.to_string()))?;
+    // One object per message. (2025-03-26 allowed an array, a "batch"; the next
+    // revision removed it again, so an array is not a message.)
+    let Value::Object(object) = json else {
+        return Err(RpcError::invalid_request("expected one JSON object"));
+    };
+    if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Err(RpcError::invalid_request(r#"`jsonrpc` must be "2.0""#));
+    }
+    let params = match object.get("params") {
+        None | Some(Value::Object(_) | Value::Array(_)) => object.get("params").cloned(),
+        Some(_) => return Err(RpcError::invalid_request("`params` must be an object or an array")),
+    };
+    // Absent is not the same as null: no `id` member makes a notification, while
+    // `"id": null` is a request with an id nobody could answer to.
+    let id = object.get("id").map(valid_id).transpose()?;
+
+    match (object.get("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method: method.clone(), params }),
+        (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone() }),
+        (Some(_), _) => Err(RpcError::invalid_request("`method` must be a string")),
+        (None, Some(_)) if is_response(&object) => Ok(Message::Response),
+        (None, _) => Err(RpcError::invalid_request("a message needs a `method`, or a `result` or `error`")),
+    }
+}
+
+/// An id is a string or an integer, and comes back exactly as it was sent: `"7"`
+/// stays a string, `7` a number.
+fn valid_id(id: &Value) -> Result<Value, RpcError> {
+    match id {
+        Value::String(_) => Ok(id.clone()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Ok(id.clone()),
+        _ => Err(RpcError::invalid_request("`id` must be a string or an integer")),
+    }
+}
+
+/// A response has exactly one of `result` and `error`.
+fn is_response(object: &Map<String, Value>) -> bool {
+    object.contains_key("result") != object.contains_key("error")
+}
+// ANCHOR_END: parse
+
+// ANCHOR: reply
+/// The response envelope. Field order is the order on the wire:
+/// `{"jsonrpc": "2.0", "id": ..., "result": ...}` or `{..., "error": ...}`.
+#[derive(Serialize)]
+struct RpcResponse {
+    jsonrpc: &'static str,
+    id: Value,
+    #[serde(flatten)]
+    outcome: Outcome,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Outcome {
+    Result(Value),
+    Error(RpcError),
+}
+
+/// Wrap a method's outcome in the envelope, with the request's own id.
+fn reply(status: u16, id: Value, outcome: Result<Value, RpcError>) -> Response {
+    let outcome = match outcome {
+        Ok(result) => Outcome::Result(result),
+        Err(error) => Outcome::Error(error),
+    };
+    let body = serde_json::to_string(&RpcResponse { jsonrpc: "2.0", id, outcome }).expect("serializable");
+    Response::json(status, body)
+}
+// ANCHOR_END: reply
+
+// ---------------------------------------------------------------------------
+// MCP layer: the methods.
+// ---------------------------------------------------------------------------
+
+// ANCHOR: dispatch
+/// Answer a request by its method.
+fn dispatch(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
+    match method {
+        "initialize" => initialize(params),
+        "ping" => Ok(json!({})),
+        "tools/list" => tools_list(params, &catalog.tools),
+        "tools/call" => tools_call(params, &catalog.tools),
+        "resources/list" => resources_list(params, &catalog.resources),
+        "resources/templates/list" => resource_templates_list(params, &catalog.resource_templates),
+        "resources/read" => resources_read(params, catalog),
+        _ => Err(RpcError::method_not_found(method)),
+    }
+}
+// ANCHOR_END: dispatch
+
+// ANCHOR: initialize
+/// The protocol revisions this server speaks, newest first.
+const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The stateless revisions, which have no `initialize`: each request names its own.
+const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
+
+/// The handshake: agree on a revision and say what this server can do.
+fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`protocolVersion` must be a string"))?;
+    // Negotiation: answer the client's revision when we speak it, else our newest.
+    // Never an error: the client reads our answer and decides whether to go on.
+    let version = if SUPPORTED_VERSIONS.contains(&requested) { requested } else { SUPPORTED_VERSIONS[0] };
+    Ok(json!({
+        "protocolVersion": version,
+        // "I have tools": the client may call `tools/list` and `tools/call`; and
+        // resources: `resources/list`, `resources/templates/list`, `resources/read`. No
+        // `listChanged`: they never change while the server runs; no `subscribe`: a
+        // stateless server has nowhere to send a notice that a resource changed.
+        "capabilities": { "tools": {}, "resources": {} },
+        "serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION },
+    }))
+}
+// ANCHOR_END: initialize
+
+// ANCHOR: tools_list
+/// `tools/list`: every tool, on one page.
+fn tools_list(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    check_cursor(params)?;
+    Ok(json!({ "tools": tools.iter().map(|tool| &tool.definition).collect::<Vec<_>>() }))
+}
+
+/// Lists may come in pages: a result with `nextCursor` asks the client to send that
+/// cursor back for the next page. Each list of this server is one page, so it never
+/// hands out a cursor, and any cursor it receives is one it did not issue.
+fn check_cursor(params: Option<&Value>) -> Result<(), RpcError> {
+    match params.and_then(|p| p.get("cursor")) {
+        None => Ok(()),
+        Some(Value::String(cursor)) => Err(RpcError::invalid_params(&format!(
+            "unknown cursor \"{}\": this server issues no cursors",
+            echo(cursor)
+        ))),
+        Some(_) => Err(RpcError::invalid_params("`cursor` must be a string")),
+    }
+}
+// ANCHOR_END: tools_list
+
+// ANCHOR: tools_call
+/// `tools/call`: find the tool by its name and run it with the arguments.
+fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    let name = params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`name` must be a string"))?;
+    // `arguments` may be left out; the tool then runs with none, as if sent `{}`.
+    let no_arguments = Map::new();
+    let arguments = match params.and_then(|p| p.get("arguments")) {
+        None => &no_arguments,
+        Some(Value::Object(arguments)) => arguments,
+        Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object")),
+    };
+    let tool = tools
+        .iter()
+        .find(|tool| tool.definition["name"] == name)
+        .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool \"{}\"", echo(name))))?;
+    // Arguments that break the tool's schema are the model's mistake, and the model can
+    // fix it: a failed result saying what to fix, not a protocol error (2025-11-25).
+    let problems = check_arguments(&tool.definition["inputSchema"], arguments);
+    let result = if problems.is_empty() {
+        // A tool that panics is a bug in the server, not a mistake of the model's:
+        // `-32603` with this request's id, and the server goes on to the next request.
+        catch_unwind(AssertUnwindSafe(|| (tool.run)(arguments)))
+            .map_err(|_| RpcError::internal_error(&format!("the tool {name} failed; the server's log says why")))?
+    } else {
+        ToolResult::error(format!(
+            "Invalid arguments for {name}: {}. Correct the arguments and call {name} again.",
+            problems.join("; ")
+        ))
+    };
+    Ok(serde_json::to_value(result).expect("a tool result always serializes"))
+}
+// ANCHOR_END: tools_call
+
+// ANCHOR: check_arguments
+/// Check arguments against a tool's `inputSchema`, and say what is wrong in words a
+/// model can act on. It knows the keywords this server's schemas use: `required` and
+/// `additionalProperties: false`, and per property `type`, `enum`, `minimum` and
+/// `maximum`. (A full JSON Schema validator knows them all; chapter 6's test uses one.)
+fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let required = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str);
+    for name in required.filter(|name| !arguments.contains_key(*name)) {
+        problems.push(format!("`{name}` is missing"));
+    }
+    for (name, value) in arguments {
+        let Some(property) = schema["properties"].get(name) else {
+            if schema["additionalProperties"] == false {
+                problems.push(format!("`{name}` is not an argument of this tool"));
+            }
+            continue;
+        };
+        if let Some(expected) = property["type"].as_str()
+            && !has_type(value, expected)
+        {
+            problems.push(format!("`{name}` must be of type {expected}, not {}", echo(&value.to_string())));
+            continue;
+        }
+        if let Some(allowed) = property["enum"].as_array()
+            && !allowed.contains(value)
+        {
+            let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            problems.push(format!("`{name}` must be one of {}, not {}", allowed.join(", "), echo(&value.to_string())));
+        }
+        if let (Some(number), Some(minimum)) = (value.as_f64(), property["minimum"].as_f64())
+            && number < minimum
+        {
+            problems.push(format!(
+                "`{name}` must be at least {}, not {}",
+                property["minimum"],
+                echo(&value.to_string())
+            ));
+        }
+        if let (Some(number), Some(maximum)) = (value.as_f64(), property["maximum"].as_f64())
+            && number > maximum
+        {
+            problems.push(format!(
+                "`{name}` must be at most {}, not {}",
+                property["maximum"],
+                echo(&value.to_string())
+            ));
+        }
+    }
+    problems
+}
+
+/// JSON Schema's types. An integer is a number without a fractional part, so `2.0` is one.
+fn has_type(value: &Value, expected: &str) -> bool {
+    match expected {
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|n| n.fract() == 0.0),
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+// ANCHOR_END: check_arguments
+
+// ANCHOR: result
+/// What a tool hands back (`CallToolResult`): content blocks, the same result as JSON
+/// for programs, and whether the tool failed. A failure is still a result, not a
+/// JSON-RPC error: the model reads it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResult {
+    content: Vec<Content>,
+    /// A JSON object that conforms to the tool's `outputSchema`. Left out by tools
+    /// without one, and by failed calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_content: Option<Value>,
+    /// Left out when false, which is what a client assumes when it is absent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    is_error: bool,
+}
+
+/// One content block, tagged by its `type`. The protocol has five kinds (text, image,
+/// audio, resource_link, resource); these tools need text, and `resource_link`: a
+/// resource the client may read with `resources/read`, named but not included
+/// (`2025-11-25/server/tools.mdx`, Resource Links).
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+enum Content {
+    Text { text: String },
+    ResourceLink { uri: String, name: String, mime_type: String },
+}
+
+impl ToolResult {
+    /// A result of one text block.
+    fn text(text: impl Into<String>) -> ToolResult {
+        ToolResult { content: vec![Content::Text { text: text.into() }], structured_content: None, is_error: false }
+    }
+
+    /// A result for programs and models alike: `value` as JSON in `structuredContent`,
+    /// and the same JSON, serialized, in a text block, for clients that only read
+    /// `content` (`2025-11-25/server/tools.mdx`, "Structured Content").
+    fn structured(value: &impl Serialize) -> ToolResult {
+        let text = serde_json::to_string(value).expect("a tool's output always serializes");
+        let json = serde_json::to_value(value).expect("a tool's output always serializes");
+        ToolResult { content: vec![Content::Text { text }], structured_content: Some(json), is_error: false }
+    }
+
+    /// A failed call, with a text saying what went wrong.
+    fn error(text: impl Into<String>) -> ToolResult {
+        ToolResult { is_error: true, ..ToolResult::text(text) }
+    }
+
+    /// The same result, with a link to a resource after its other blocks.
+    fn with_link(mut self, uri: &str, name: &str, mime_type: &str) -> ToolResult {
+        let link = Content::ResourceLink { uri: uri.into(), name: name.into(), mime_type: mime_type.into() };
+        self.content.push(link);
+        self
+    }
+}
+// ANCHOR_END: result
+
+// ANCHOR: resources_list
+/// `resources/list`: every resource with a URI of its own, on one page.
+fn resources_list(params: Option<&Value>, resources: &[Resource]) -> Result<Value, RpcError> {
+    check_cursor(params)?;
+    Ok(json!({ "resources": resources.iter().map(|resource| &resource.definition).collect::<Vec<_>>() }))
+}
+
+/// `resources/templates/list`: every resource template, on one page.
+fn resource_templates_list(params: Option<&Value>, templates: &[ResourceTemplate]) -> Result<Value, RpcError> {
+    check_cursor(params)?;
+    Ok(json!({ "resourceTemplates": templates.iter().map(|template| &template.definition).collect::<Vec<_>>() }))
+}
+// ANCHOR_END: resources_list
+
+// ANCHOR: resources_read
+/// `resources/read`: what one URI holds, as one entry of `contents`.
+fn resources_read(params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
+    let uri = params
+        .and_then(|p| p.get("uri"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`uri` must be a string"))?;
+    // "Servers MUST validate all resource URIs" (Security Considerations): a text that
+    // cannot be a URI names nothing here, and is not repeated back.
+    if !is_uri(uri) {
+        return Err(RpcError::invalid_params(&format!(
+            "`uri` must be a URI (RFC 3986) of at most {MAX_URI_LENGTH} characters"
+        )));
+    }
+    let (definition, contents) = find_resource(uri, catalog).ok_or_else(|| RpcError::resource_not_found(uri))?;
+    // The URI asked for (for a template, the URI that matched it) and the
+    // definition's `mimeType`.
+    Ok(json!({ "contents": [contents.entry(uri, definition["mimeType"].as_str())] }))
+}
+
+/// What `uri` names, with the definition it was found by: the resource with that URI,
+/// else what the first template the URI matches answers. `None`: nothing by that URI.
+fn find_resource<'a>(uri: &str, catalog: &'a Catalog) -> Option<(&'a Value, ResourceContents)> {
+    if let Some(resource) = catalog.resources.iter().find(|resource| resource.definition["uri"] == uri) {
+        return Some((&resource.definition, (resource.read)()));
+    }
+    for template in &catalog.resource_templates {
+        let pattern = template.definition["uriTemplate"].as_str().unwrap_or_default();
+        if let Some(variables) = match_template(pattern, uri) {
+            // The URI has the template's form, and may still name nothing (an order
+            // that does not exist): the template's function decides.
+            return Some((&template.definition, (template.read)(&variables)?));
+        }
+    }
+    None
+}
+
+/// What `resources/read` answers for one resource.
+enum ResourceContents {
+    /// Text, such as Markdown or JSON: sent as it is, in `text`.
+    Text(String),
+    /// Bytes, such as an image: sent as base64, in `blob`, because JSON carries text.
+    Blob(Vec<u8>),
+}
+
+impl ResourceContents {
+    /// One entry of `contents`: the resource's URI, its `mimeType` when it has one,
+    /// and the text as it is or the bytes as base64.
+    fn entry(self, uri: &str, mime_type: Option<&str>) -> Value {
+        let mut entry = json!({ "uri": uri });
+        if let Some(mime_type) = mime_type {
+            entry["mimeType"] = json!(mime_type);
+        }
+        match self {
+            ResourceContents::Text(text) => entry["text"] = json!(text),
+            ResourceContents::Blob(bytes) => entry["blob"] = json!(base64(&bytes)),
+        }
+        entry
+    }
+}
+// ANCHOR_END: resources_read
+
+// ANCHOR: match_template
+/// Match `uri` against a template made of literal text and `{name}` variables, such as
+/// `orders://{orderId}`: the value of every variable, or `None` when the URI does not
+/// have the template's form. A value is what RFC 6570 expands `{name}` to (section
+/// 3.2.2): one or more unreserved characters or %-escapes, so it never holds a `/`.
+fn match_template(template: &str, uri: &str) -> Option<BTreeMap<String, String>> {
+    let (mut template, mut uri) = (template, uri);
+    let mut variables = BTreeMap::new();
+    while let Some(start) = template.find('{') {
+        // The literal text before the variable must be there, exactly.
+        uri = uri.strip_prefix(&template[..start])?;
+        let end = start + template[start..].find('}')?;
+        let length = uri.find(|c: char| !(c.is_ascii_alphanumeric() || "-._~%".contains(c))).unwrap_or(uri.len());
+        if length == 0 {
+            return None;
+        }
+        variables.insert(template[start + 1..end].to_string(), uri[..length].to_string());
+        (template, uri) = (&template[end + 1..], &uri[length..]);
+    }
+    // After the last variable, the rest must match too.
+    (template == uri).then_some(variables)
+}
+
+/// The longest `uri` this server reads. Its own URIs are far shorter; the bound keeps
+/// an error that repeats a URI short.
+const MAX_URI_LENGTH: usize = 2048;
+
+/// Could `text` be a URI? RFC 3986 allows letters, digits and `-._~:/?#[]@!$&'()*+,;=%`,
+/// and nothing else: no spaces, quotes, braces or control characters.
+fn is_uri(text: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~:/?#[]@!$&'()*+,;=%".contains(c);
+    !text.is_empty() && text.len() <= MAX_URI_LENGTH && text.chars().all(allowed)
+}
+
+/// Bytes as base64 (RFC 4648, with `=` padding): each 3 bytes become 4 characters.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let bits = chunk.iter().enumerate().fold(0u32, |bits, (i, &byte)| bits | u32::from(byte) << (16 - 8 * i));
+        for i in 0..4 {
+            // A chunk of n bytes fills n + 1 characters; `=` pads the rest.
+            let digit = ALPHABET[(bits >> (18 - 6 * i) & 63) as usize] as char;
+            text.push(if i <= chunk.len() { digit } else { '=' });
+        }
+    }
+    text
+}
+// ANCHOR_END: match_template
