@@ -350,6 +350,10 @@ fn explain_note(note: &Note) -> String {
                 missing.join(", ")
             )
         }
+        NoteKind::Overquoted { quote } => format!(
+            "your {path} quotes more of what the client sent than the chapter's, which cuts it after \"{quote}\" \
+             (80 characters, with `echo`): an answer never repeats a long input back. That fails this exchange."
+        ),
         NoteKind::Optional { reason } => format!(
             "{path} is an optional member this chapter does not send ({reason}). It is valid MCP, and it does not \
              fail this exchange."

@@ -305,8 +305,12 @@ fn bodies_match(expected: &str, actual: &str) -> bool {
 /// name and version of `serverInfo`): see [`optional_member`]. Any other member the
 /// chapter does not send is a difference.
 ///
+/// Free words are not free in length: where the chapter's quote what the client sent
+/// cut short (`echo`: 80 characters, then `…`), the learner's may not quote more of it.
+///
 /// With [`Strictness::Learner`] these are reported as [`Note`]s, and only a text that
-/// leaves out a name, or a member that is not optional, fails the exchange. And a text
+/// leaves out a name or quotes too much, or a member that is not optional, fails the
+/// exchange. And a text
 /// block that holds JSON (the text copy of `structuredContent`, same file, "Structured
 /// Content") compares as JSON: key order and spacing are the serializer's. Everything
 /// else still compares exactly (status, headers, `error.code`, `isError: true`, the id
@@ -338,6 +342,9 @@ pub enum NoteKind {
     Reworded { expected: String, actual: String },
     /// A failed call's text that does not name every argument the chapter's names.
     Unnamed { missing: Vec<String> },
+    /// Free words that quote more of the client's input than the chapter's, which cut it
+    /// after `quote`.
+    Overquoted { quote: String },
     /// A member the chapter does not send and the protocol defines as optional: fine.
     Optional { reason: &'static str },
     /// A member the chapter does not send, and not an optional one.
@@ -347,7 +354,7 @@ pub enum NoteKind {
 impl Note {
     /// Whether this difference fails the exchange.
     pub fn counts(&self) -> bool {
-        matches!(self.kind, NoteKind::Unnamed { .. } | NoteKind::Unexpected)
+        matches!(self.kind, NoteKind::Unnamed { .. } | NoteKind::Overquoted { .. } | NoteKind::Unexpected)
     }
 }
 
@@ -409,6 +416,12 @@ fn forgive(expected: &str, actual: &str) -> Option<(Vec<Note>, String)> {
             (Ok(a), Ok(b)) if a == b
         );
         if !same_json {
+            if words != Words::Exact
+                && let Some(quote) = overquoted(wanted, given)
+            {
+                notes.push(Note { path, pointer: place, kind: NoteKind::Overquoted { quote } });
+                continue;
+            }
             match words {
                 Words::Exact => continue,
                 Words::Naming => {
@@ -479,6 +492,23 @@ fn quoted_names(text: &str) -> Vec<String> {
         }
     }
     names
+}
+
+/// The start of client input the chapter's words quote cut short (`echo`: at most 80
+/// characters, then `…`) and the learner's words quote further: `Some(that start)`.
+/// Further means the same characters followed by a letter or digit, not by an end.
+fn overquoted(wanted: &str, given: &str) -> Option<String> {
+    wanted.match_indices('…').find_map(|(at, _)| {
+        let quote: String = {
+            let before: Vec<char> = wanted[..at].chars().collect();
+            before[before.len().saturating_sub(80)..].iter().collect()
+        };
+        let long_enough = quote.chars().count() >= 40;
+        let further = given
+            .match_indices(quote.as_str())
+            .any(|(start, _)| given[start + quote.len()..].chars().next().is_some_and(char::is_alphanumeric));
+        (long_enough && further).then_some(quote)
+    })
 }
 
 /// Does `text` name `name`, as a word of its own (`rate`, not `generate`)?
@@ -1156,6 +1186,24 @@ mod tests {
             assert_eq!(notes[0].kind, NoteKind::Unnamed { missing }, "{text}");
             assert!(notes[0].counts());
         }
+    }
+
+    #[test]
+    fn free_words_quote_no_more_of_the_input_than_the_chapters() {
+        let method = "tools/call".repeat(12);
+        let cut: String = method.chars().take(80).collect();
+        let error = |message: &str| {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": message}});
+            response(200, &body.to_string())
+        };
+        let expected = error(&format!("Method not found: {cut}…"));
+        for fine in [format!("no method {cut}..."), format!("unknown: {}…", &cut[..40]), "unknown method".into()] {
+            let (mismatches, _) = compare_with(&expected, &error(&fine), Strictness::Learner);
+            assert!(mismatches.is_empty(), "{fine}: {mismatches:?}");
+        }
+        let (mismatches, notes) = compare_with(&expected, &error(&format!("no method {method}")), Strictness::Learner);
+        assert_eq!(mismatches.len(), 1);
+        assert_eq!(notes[0].kind, NoteKind::Overquoted { quote: cut });
     }
 
     #[test]
