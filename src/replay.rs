@@ -441,15 +441,16 @@ fn forgive(expected: &str, actual: &str) -> Option<(Vec<Note>, String)> {
     }
     let mut extra = Vec::new();
     members_not_in(&expected, &forgiven, &mut Vec::new(), &mut extra);
-    for (segments, value) in extra {
-        let keys: Vec<&str> = segments.iter().map(|s| s.key.as_str()).collect();
-        let (path, pointer) = (display_path(&segments), json_pointer(&segments));
+    for Extra { at, value, added_only } in extra {
+        let keys: Vec<&str> = at.iter().map(|s| s.key.as_str()).collect();
+        let (path, pointer) = (display_path(&at), json_pointer(&at));
         match optional_member(&keys, &value, &expected) {
             Some(reason) => {
-                remove_member(&mut forgiven, &segments);
+                remove_member(&mut forgiven, &at);
                 notes.push(Note { path, pointer, kind: NoteKind::Optional { reason } });
             }
-            None => notes.push(Note { path, pointer, kind: NoteKind::Unexpected }),
+            None if added_only => notes.push(Note { path, pointer, kind: NoteKind::Unexpected }),
+            None => {}
         }
     }
     Some((notes, forgiven.to_string()))
@@ -529,15 +530,18 @@ struct Segment {
 }
 
 /// Members of `actual` that `expected` lacks, where both have the object that would
-/// hold them: their path and value. Arrays of the same length are walked item by item.
-fn members_not_in(expected: &Value, actual: &Value, at: &mut Vec<Segment>, found: &mut Vec<(Vec<Segment>, Value)>) {
+/// hold them: their path, their value, and whether they are all that differs in that
+/// object's list of members (none of the expected ones is missing). Arrays of the same
+/// length are walked item by item.
+fn members_not_in(expected: &Value, actual: &Value, at: &mut Vec<Segment>, found: &mut Vec<Extra>) {
     match (expected, actual) {
         (Value::Object(wanted), Value::Object(given)) => {
+            let added_only = wanted.keys().all(|key| given.contains_key(key));
             for (key, value) in given {
                 at.push(Segment { key: key.clone(), index: false });
                 match wanted.get(key) {
                     Some(inner) => members_not_in(inner, value, at, found),
-                    None => found.push((at.clone(), value.clone())),
+                    None => found.push(Extra { at: at.clone(), value: value.clone(), added_only }),
                 }
                 at.pop();
             }
@@ -551,6 +555,16 @@ fn members_not_in(expected: &Value, actual: &Value, at: &mut Vec<Segment>, found
         }
         _ => {}
     }
+}
+
+/// A member the learner's answer has and the chapter's lacks.
+struct Extra {
+    at: Vec<Segment>,
+    value: Value,
+    /// The object holding it has every member the chapter's has: the learner added
+    /// something, rather than sent another shape (`error` for `result`, which the
+    /// side-by-side shows well enough).
+    added_only: bool,
 }
 
 fn display_path(segments: &[Segment]) -> String {
