@@ -907,10 +907,16 @@ impl StdioRun {
 /// Start `program ARGS`, write each input line followed by `\n`, close its stdin,
 /// and collect what it writes until it exits.
 pub fn run_stdio(program: &Path, args: &[String], input: &[String]) -> io::Result<StdioRun> {
+    let bytes: Vec<u8> = input.iter().flat_map(|line| line.bytes().chain(Some(b'\n'))).collect();
+    run_stdio_within(program, args, &bytes, TIMEOUT)
+}
+
+/// [`run_stdio`] with the bytes to write as they are.
+pub fn run_stdio_bytes(program: &Path, args: &[String], input: &[u8]) -> io::Result<StdioRun> {
     run_stdio_within(program, args, input, TIMEOUT)
 }
 
-fn run_stdio_within(program: &Path, args: &[String], input: &[String], timeout: Duration) -> io::Result<StdioRun> {
+fn run_stdio_within(program: &Path, args: &[String], input: &[u8], timeout: Duration) -> io::Result<StdioRun> {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
@@ -923,9 +929,9 @@ fn run_stdio_within(program: &Path, args: &[String], input: &[String], timeout: 
     // blocks on a full stdout pipe while we block on a full stdin pipe. Dropping the
     // pipe at the end closes the server's stdin: end of input.
     let mut stdin = child.stdin.take().expect("stdin is piped");
-    let text: String = input.iter().map(|line| format!("{line}\n")).collect();
+    let text = input.to_vec();
     thread::spawn(move || {
-        let _ = stdin.write_all(text.as_bytes()); // a server that exited early is reported below
+        let _ = stdin.write_all(&text); // a server that exited early is reported below
     });
     let read_all = |mut pipe: Box<dyn Read + Send>| {
         thread::spawn(move || {
@@ -1074,7 +1080,7 @@ pub fn run_stdio_exchange<'a>(
     args: &[String],
     strictness: Strictness,
 ) -> StdioOutcome<'a> {
-    match run_stdio(program, args, &exchange.input) {
+    match run_stdio_bytes(program, args, &exchange.bytes()) {
         Ok(run) => {
             let (mismatches, notes) = compare_stdio_with(&exchange.expected, &run, strictness);
             StdioOutcome { exchange, actual: Ok(run), mismatches, notes }
