@@ -288,7 +288,10 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
         Exchanged::Stdio(outcome) => {
             let exchange = outcome.exchange;
             let how = if exchange.raw.is_some() { ", byte for byte: \\n ends a line" } else { "" };
-            say(&mut text, &format!("You wrote to its stdin{how}, then closed it (transcript.md line {}):", exchange.line));
+            say(
+                &mut text,
+                &format!("You wrote to its stdin{how}, then closed it (transcript.md line {}):", exchange.line),
+            );
             for line in &exchange.input {
                 say(&mut text, &format!("  {line}"));
             }

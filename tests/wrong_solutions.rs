@@ -578,7 +578,10 @@ fn the_patcher_and_the_function_finder() {
     assert_eq!(names, ["a", "b"]);
     assert!(source[found[0].body.clone()].ends_with("1\n}"));
     assert!(source[found[1].body.clone()].ends_with("[2, 2]\n    }"));
-    let hunk = vec!["  fn b(&self, c: char) -> [u8; 2] {".to_string(), "-[2, 2]".into(), "+        [3, 3]".into()];
+    let hunk: Vec<String> = ["  fn b(&self, c: char) -> [u8; 2] {", " let _ = '{';", "-[2, 2]", "+        [3, 3]"]
+        .into_iter()
+        .map(String::from)
+        .collect();
     let patched = apply(source, &[hunk]).unwrap();
     assert!(patched.contains("        [3, 3]\n    }"), "{patched}");
     assert_eq!(skeleton(&patched, &functions(&patched)), skeleton(source, &found));
