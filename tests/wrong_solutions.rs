@@ -427,12 +427,16 @@ fn build_all() -> &'static Result<PathBuf, String> {
             "# Written by tests/wrong_solutions.rs: the chapters with their wrong solutions.\n\
              [package]\nname = \"wrong-solutions\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\
              autobins = false\n\n[workspace]\n\n[dependencies]\nmcp-workbook = {{ path = {:?} }}\n{dependencies}\n\
-             [profile.dev]\ndebug = false\n{bins}",
+             [profile.dev]\ndebug = false\nincremental = false\n{bins}",
             root.display().to_string()
         );
         write_if_changed(&dir.join("Cargo.toml"), &cargo_toml);
-        if !dir.join("Cargo.lock").exists() {
-            std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).map_err(|e| e.to_string())?;
+        // The workbook's lock file, so that the versions are the ones the workbook built
+        // (and `--offline` finds them); copied again when the workbook's changes.
+        let lock = std::fs::read_to_string(root.join("Cargo.lock")).map_err(|e| e.to_string())?;
+        if std::fs::read_to_string(dir.join("workbook.lock")).ok().as_deref() != Some(lock.as_str()) {
+            std::fs::write(dir.join("Cargo.lock"), &lock).map_err(|e| e.to_string())?;
+            std::fs::write(dir.join("workbook.lock"), &lock).map_err(|e| e.to_string())?;
         }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let output = Command::new(cargo)
