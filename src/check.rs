@@ -26,7 +26,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::chapters::{self, Chapter};
-use crate::replay::{self, Mismatch, Note, Outcome, RunningServer, StdioMismatch, StdioOutcome, Strictness};
+use crate::replay::{
+    self, Line, Mismatch, Note, NoteKind, Outcome, RunningServer, StdioMismatch, StdioOutcome, Strictness,
+};
 use crate::transcript::{self, HttpResponse, Transcript};
 
 /// Whose server is being checked: which binary the check starts (none for a URL), and
@@ -221,8 +223,7 @@ pub fn render(results: &[Checked], target: &Target) -> String {
     for (index, checked) in results.iter().enumerate() {
         let (number, title) = (index + 1, checked.title());
         if checked.passed() {
-            let reworded = if checked.notes().is_empty() { "" } else { "  (worded your way: fine)" };
-            text.push_str(&format!("✓ {number:>2}. {title}{reworded}\n"));
+            text.push_str(&format!("✓ {number:>2}. {title}{}\n", allowed_differences(checked.notes())));
             continue;
         }
         // The same todo!() again: one line is enough, the first report said it all.
@@ -263,6 +264,8 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
             text.push_str(&wrap_words(line, 6));
         }
     }
+    let allowed: Vec<&str> =
+        checked.notes().iter().filter(|note| !note.counts()).map(|note| note.pointer.as_str()).collect();
     match &checked.outcome {
         Exchanged::Http(outcome) => {
             let exchange = outcome.exchange;
@@ -272,7 +275,7 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
             }
             text.push('\n');
             match &outcome.actual {
-                Ok(actual) => text.push_str(&side_by_side(&exchange.expected, actual, &outcome.mismatches)),
+                Ok(actual) => text.push_str(&side_by_side(&exchange.expected, actual, &outcome.mismatches, &allowed)),
                 Err(error) => {
                     say(&mut text, &format!("No answer came back: {error}."));
                     say(&mut text, "The chapter answers:");
@@ -284,13 +287,17 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
         }
         Exchanged::Stdio(outcome) => {
             let exchange = outcome.exchange;
-            say(&mut text, &format!("You wrote to its stdin, then closed it (transcript.md line {}):", exchange.line));
+            let how = if exchange.raw.is_some() { ", byte for byte: \\n ends a line" } else { "" };
+            say(
+                &mut text,
+                &format!("You wrote to its stdin{how}, then closed it (transcript.md line {}):", exchange.line),
+            );
             for line in &exchange.input {
                 say(&mut text, &format!("  {line}"));
             }
             text.push('\n');
             match &outcome.actual {
-                Ok(run) => text.push_str(&stdio_side_by_side(&exchange.expected, run, &outcome.mismatches)),
+                Ok(run) => text.push_str(&stdio_side_by_side(&exchange.expected, run, &outcome.mismatches, &allowed)),
                 Err(error) => say(&mut text, &format!("The check could not start your server: {error}.")),
             }
         }
@@ -305,13 +312,61 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
         text.push('\n');
     }
     for note in checked.notes() {
-        let note = format!("Note: your {} is worded differently; that alone does not count against you.", note.path);
-        text.push_str(&wrap_words(&note, 6));
+        text.push_str(&wrap_words(&format!("Note: {}", explain_note(note)), 6));
     }
     let hint = checked.hint().unwrap_or("read this exchange's explanation in the chapter's transcript, in the book.");
     text.push_str(&wrap_words(&format!("Hint: {hint}"), 6));
     text.push('\n');
     text
+}
+
+/// What a passing exchange's line adds when the answer differs in a way that does not
+/// count: `  (worded your way: fine)`, or which optional members it carries.
+fn allowed_differences(notes: &[Note]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if notes.iter().any(|note| matches!(note.kind, NoteKind::Reworded { .. })) {
+        parts.push("worded your way".to_string());
+    }
+    let optional: Vec<&str> = notes
+        .iter()
+        .filter(|note| matches!(note.kind, NoteKind::Optional { .. }))
+        .map(|note| note.path.as_str())
+        .collect();
+    if !optional.is_empty() {
+        let members = if optional.len() == 1 { "an optional member" } else { "optional members" };
+        parts.push(format!("{}, {members} this chapter does not send", optional.join(", ")));
+    }
+    if parts.is_empty() { String::new() } else { format!("  ({}: fine)", parts.join("; ")) }
+}
+
+/// One note, in words: what differs, and whether that fails the exchange.
+fn explain_note(note: &Note) -> String {
+    let path = &note.path;
+    match &note.kind {
+        NoteKind::Reworded { .. } => {
+            format!("your {path} is worded differently; that alone does not count against you.")
+        }
+        NoteKind::Unnamed { missing } => {
+            let missing: Vec<String> = missing.iter().map(|name| format!("`{name}`")).collect();
+            format!(
+                "your {path} is yours to word, but a failed call's text names each argument the model has to fix, \
+                 as the chapter's does, and yours does not name {}. That fails this exchange.",
+                missing.join(", ")
+            )
+        }
+        NoteKind::Overquoted { quote } => format!(
+            "your {path} quotes more of what the client sent than the chapter's, which cuts it after \"{quote}\" \
+             (80 characters, with `echo`): an answer never repeats a long input back. That fails this exchange."
+        ),
+        NoteKind::Optional { reason } => format!(
+            "{path} is an optional member this chapter does not send ({reason}). It is valid MCP, and it does not \
+             fail this exchange."
+        ),
+        NoteKind::Unexpected => format!(
+            "{path} is a member this chapter does not send, and not one of the optional members the check lets \
+             through: it fails this exchange."
+        ),
+    }
 }
 
 /// `text` broken between words to fit the terminal, every line indented by `indent`.
@@ -404,23 +459,40 @@ fn request_lines(exchange: &transcript::Exchange) -> Vec<String> {
     lines
 }
 
-/// One row of the table: the chapter's side, the learner's side, and whether they differ.
+/// One row of the table: the chapter's side, the learner's side, whether they differ,
+/// and whether that difference counts.
 struct Row {
     expected: String,
     actual: String,
     differs: bool,
+    counts: bool,
 }
 
 impl Row {
     fn new(expected: impl Into<String>, actual: impl Into<String>, differs: bool) -> Row {
-        Row { expected: expected.into(), actual: actual.into(), differs }
+        Row { expected: expected.into(), actual: actual.into(), differs, counts: differs }
+    }
+
+    /// A row that differs in a way the check lets through (free words, an optional member).
+    fn allowed(expected: impl Into<String>, actual: impl Into<String>) -> Row {
+        Row { counts: false, ..Row::new(expected, actual, true) }
+    }
+
+    /// The margin: `≠` for a difference that counts, `~` for one that does not.
+    fn mark(&self) -> &'static str {
+        match (self.differs, self.counts) {
+            (false, _) => " ",
+            (true, true) => "≠",
+            (true, false) => "~",
+        }
     }
 }
 
 /// The expected and the actual response in two columns: status, the headers the
-/// transcript lists, and the bodies (JSON with sorted keys, so lines pair up). Rows
-/// that differ carry `≠` in the margin.
-fn side_by_side(expected: &HttpResponse, actual: &HttpResponse, mismatches: &[Mismatch]) -> String {
+/// transcript lists, and the bodies (JSON, the learner's in the transcript's key
+/// order, so lines pair up). Rows that differ carry `≠` in the margin, or `~` when the
+/// difference does not count (it is under a member one of the `allowed` pointers names).
+fn side_by_side(expected: &HttpResponse, actual: &HttpResponse, mismatches: &[Mismatch], allowed: &[&str]) -> String {
     let status_line = |status: u16| format!("HTTP/1.1 {status} {}", transcript::reason(status)).trim_end().to_string();
     let mut rows = vec![
         Row::new("the chapter answers", "your server answered", false),
@@ -433,23 +505,48 @@ fn side_by_side(expected: &HttpResponse, actual: &HttpResponse, mismatches: &[Mi
     }
     rows.push(Row::new("", "", false));
     let body_differs = mismatches.iter().any(|m| matches!(m, Mismatch::Body { .. }));
-    rows.extend(body_rows(&expected.body, &actual.body, body_differs));
-    table(&rows)
+    let no_body = |body: &str| body.trim().is_empty();
+    let (left, right) =
+        (replay::shown_lines(&expected.body, None, ""), replay::shown_lines(&actual.body, Some(&expected.body), ""));
+    let (left, right) = (or_none(left, no_body(&expected.body)), or_none(right, no_body(&actual.body)));
+    rows.extend(body_rows(left, right, body_differs, allowed));
+    let mut text = table(&rows);
+    text.push_str(&legend(&rows));
+    text
+}
+
+/// `(no body)` in place of nothing, so that an empty side still shows.
+fn or_none(lines: Vec<Line>, empty: bool) -> Vec<Line> {
+    if empty { vec![Line { text: "(no body)".to_string(), pointer: String::new() }] } else { lines }
+}
+
+/// A line under the table that says what `~` means, when a row carries it.
+fn legend(rows: &[Row]) -> String {
+    if rows.iter().any(|row| row.differs && !row.counts) {
+        wrap_words("Rows marked ~ differ in a way that does not count; the notes below say why.", 6)
+    } else {
+        String::new()
+    }
 }
 
 /// The lines the chapter writes and the lines the learner's server wrote, side by
-/// side (each JSON message pretty-printed with sorted keys), then how each process
-/// ended.
-fn stdio_side_by_side(expected: &[String], run: &replay::StdioRun, mismatches: &[StdioMismatch]) -> String {
-    let show = |lines: &[String]| -> String {
-        if lines.is_empty() {
-            return "(not one line)".to_string();
-        }
-        lines.iter().map(|line| replay::normalized(line)).collect::<Vec<_>>().join("\n")
+/// side (each JSON message pretty-printed, the learner's in the chapter's key order),
+/// then how each process ended.
+fn stdio_side_by_side(
+    expected: &[String],
+    run: &replay::StdioRun,
+    mismatches: &[StdioMismatch],
+    allowed: &[&str],
+) -> String {
+    let show = |lines: Vec<Line>, empty: bool| {
+        if empty { vec![Line { text: "(not one line)".to_string(), pointer: String::new() }] } else { lines }
     };
+    let written = run.lines();
+    let left = show(replay::shown_stdio_lines(expected, None), expected.is_empty());
+    let right = show(replay::shown_stdio_lines(&written, Some(expected)), written.is_empty());
     let mut rows = vec![Row::new("the chapter writes", "your server wrote", false)];
     let lines_differ = mismatches.iter().any(|m| matches!(m, StdioMismatch::Lines { .. }));
-    rows.extend(body_rows(&show(expected), &show(&run.lines()), lines_differ));
+    rows.extend(body_rows(left, right, lines_differ, allowed));
     let ended = match run.exit {
         None => "still running after its stdin closed: killed".to_string(),
         Some(status) if status.success() => "then exited by itself".to_string(),
@@ -458,6 +555,7 @@ fn stdio_side_by_side(expected: &[String], run: &replay::StdioRun, mismatches: &
     let ended_badly = mismatches.iter().any(|m| matches!(m, StdioMismatch::DidNotExit | StdioMismatch::Failed { .. }));
     rows.push(Row::new("then exits by itself", ended, ended_badly));
     let mut text = table(&rows);
+    text.push_str(&legend(&rows));
     if mismatches.contains(&StdioMismatch::Unterminated) {
         text.push_str(&wrap_words(
             "Your server's last line has no newline at its end: a host reading lines waits for it forever.",
@@ -467,39 +565,46 @@ fn stdio_side_by_side(expected: &[String], run: &replay::StdioRun, mismatches: &
     text
 }
 
-fn body_rows(expected: &str, actual: &str, differs: bool) -> Vec<Row> {
-    let shown = |body: &str| if body.trim().is_empty() { "(no body)".to_string() } else { replay::normalized(body) };
-    let (expected, actual) = (shown(expected), shown(actual));
-    if !differs {
-        // Equal as JSON, though perhaps not line by line (a free-text note): side by side as they are.
-        let (left, right): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
-        return (0..left.len().max(right.len()))
-            .map(|i| Row::new(left.get(i).copied().unwrap_or(""), right.get(i).copied().unwrap_or(""), false))
-            .collect();
-    }
-    // Walk the line diff; a run of removed lines faces the run of added lines after it.
+/// The two bodies as rows, walked by a line diff (a line's trailing comma aside, so
+/// that a member added at the end of an object does not mark the one before it). A run
+/// of removed lines faces the run of added lines after it. A differing row is marked
+/// as allowed when the body passed (`differs` is false: every difference was let
+/// through) or when its member is under one of the `allowed` pointers.
+fn body_rows(expected: Vec<Line>, actual: Vec<Line>, differs: bool, allowed: &[&str]) -> Vec<Row> {
+    let is_allowed = |line: &Line| {
+        !differs
+            || allowed
+                .iter()
+                .any(|p| line.pointer == *p || line.pointer.strip_prefix(*p).is_some_and(|rest| rest.starts_with('/')))
+    };
+    let key = |line: &Line| line.text.trim_end_matches(',').to_string();
+    let (left, right): (Vec<String>, Vec<String>) =
+        (expected.iter().map(key).collect(), actual.iter().map(key).collect());
     let mut rows = Vec::new();
-    let (mut removed, mut added): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
-    let flush = |rows: &mut Vec<Row>, removed: &mut Vec<String>, added: &mut Vec<String>| {
+    let (mut removed, mut added): (Vec<&Line>, Vec<&Line>) = (Vec::new(), Vec::new());
+    let flush = |rows: &mut Vec<Row>, removed: &mut Vec<&Line>, added: &mut Vec<&Line>| {
         for i in 0..removed.len().max(added.len()) {
-            rows.push(Row::new(
-                removed.get(i).cloned().unwrap_or_default(),
-                added.get(i).cloned().unwrap_or_default(),
-                true,
-            ));
+            let (wanted, given) = (removed.get(i), added.get(i));
+            let text = |line: Option<&&Line>| line.map_or_else(String::new, |line| line.text.clone());
+            let allowed = given.or(wanted).is_some_and(|line| is_allowed(line));
+            rows.push(if allowed {
+                Row::allowed(text(wanted), text(given))
+            } else {
+                Row::new(text(wanted), text(given), true)
+            });
         }
         removed.clear();
         added.clear();
     };
-    for line in replay::line_diff(&expected, &actual) {
-        let (mark, text) = line.split_at(2);
-        match mark {
-            "- " => removed.push(text.to_string()),
-            "+ " => added.push(text.to_string()),
-            _ => {
+    for step in replay::diff_steps(&left, &right) {
+        match step {
+            (Some(i), None) => removed.push(&expected[i]),
+            (None, Some(j)) => added.push(&actual[j]),
+            (Some(i), Some(j)) => {
                 flush(&mut rows, &mut removed, &mut added);
-                rows.push(Row::new(text, text, false));
+                rows.push(Row::new(expected[i].text.clone(), actual[j].text.clone(), false));
             }
+            (None, None) => {}
         }
     }
     flush(&mut rows, &mut removed, &mut added);
@@ -553,7 +658,7 @@ fn table(rows: &[Row]) -> String {
         let left = wrap(&row.expected, left_width);
         let right = wrap(&row.actual, right_width);
         for i in 0..left.len().max(right.len()) {
-            let mark = if row.differs && i == 0 { "≠" } else { " " };
+            let mark = if i == 0 { row.mark() } else { " " };
             let l = left.get(i).map_or("", String::as_str);
             let r = right.get(i).map_or("", String::as_str);
             let line = format!("      {mark} {l:<left_width$}{SEPARATOR}{r}");
@@ -580,7 +685,9 @@ pub fn summary(chapter: &Chapter, target: &Target, results: &[Checked], unchecke
     let failed: Vec<usize> =
         results.iter().enumerate().filter(|(_, c)| !c.passed()).map(|(index, _)| index + 1).collect();
     let todos = results.iter().filter(|c| c.panic.as_ref().is_some_and(Panic::is_todo)).count();
-    let reworded = results.iter().filter(|c| !c.notes().is_empty()).count();
+    let has = |checked: &Checked, kind: fn(&NoteKind) -> bool| checked.notes().iter().any(|n| kind(&n.kind));
+    let reworded = results.iter().filter(|c| has(c, |k| matches!(k, NoteKind::Reworded { .. }))).count();
+    let optional = results.iter().filter(|c| has(c, |k| matches!(k, NoteKind::Optional { .. }))).count();
     let check = match target {
         Target::Exercise => format!("cargo run -- check {}", chapter.number),
         Target::Solution => format!("cargo run -- check {} --solution", chapter.number),
@@ -603,6 +710,16 @@ pub fn summary(chapter: &Chapter, target: &Target, results: &[Checked], unchecke
                  message, a failed call's text or a tool's description. That is fine: those words are the \
                  server's to choose, so the check compares everything around them (the error code, \
                  isError, the schema) and not the words."
+            ),
+            0,
+        ));
+    }
+    if optional > 0 {
+        text.push_str(&wrap_words(
+            &format!(
+                "{optional} of your answers carry an optional member this chapter does not send, such as \
+                 \"isError\": false or serverInfo's title. That is valid MCP, and it does not count against you; \
+                 the chapter leaves such members out because a client needs none of them."
             ),
             0,
         ));
@@ -744,6 +861,46 @@ mod tests {
         assert_eq!(text, "✓  1. One  (worded your way: fine)\n");
         let summary = summary(&chapters::CHAPTERS[0], &Target::Exercise, &results, 0);
         assert!(summary.contains("1 of your answers word something differently"), "{summary}");
+    }
+
+    #[test]
+    fn an_optional_member_passes_and_the_line_says_which() {
+        let ex = exchange("One", r#"{"jsonrpc":"2.0","id":"7","result":{"content":[]}}"#);
+        let given = r#"{"jsonrpc":"2.0","id":"7","result":{"content":[],"isError":false}}"#;
+        let results = [checked(&ex, json(200, given), None)];
+        assert!(all_passed(&results));
+        let text = render(&results, &Target::Exercise);
+        assert_eq!(text, "✓  1. One  (result.isError, an optional member this chapter does not send: fine)\n");
+        let summary = summary(&chapters::CHAPTERS[0], &Target::Exercise, &results, 0);
+        assert!(summary.contains("1 of your answers carry an optional member"), "{summary}");
+    }
+
+    #[test]
+    fn a_failure_marks_an_optional_member_apart_and_explains_it() {
+        let ex = exchange("One", r#"{"jsonrpc":"2.0","id":"7","result":{"content":[],"structuredContent":{}}}"#);
+        let given = r#"{"result":{"isError":false,"content":[],"structuredContent":{}},"id":7,"jsonrpc":"2.0"}"#;
+        let results = [checked(&ex, json(200, given), None)];
+        let text = render(&results, &Target::Exercise);
+        let rows = || text.lines().filter(|l| l.contains('│'));
+        let row = |needle: &str| rows().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{text}"));
+        assert!(row(r#""id": "7","#).trim_start().starts_with('≠'), "{text}");
+        assert!(row(r#""isError": false"#).trim_start().starts_with('~'), "{text}");
+        // The closing line of `structuredContent` gains no comma and no mark.
+        assert!(row(r#""structuredContent": {}"#).trim_start().starts_with('"'), "{text}");
+        assert!(text.contains("Rows marked ~ differ in a way that does not count"), "{text}");
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(
+                "Note: result.isError is an optional member this chapter does not send (false is what a client \
+                 assumes when it is left out). It is valid MCP, and it does not fail this exchange."
+            ),
+            "{text}"
+        );
+        // Both sides in the transcript's order: jsonrpc, id, result; content before isError.
+        let order: Vec<&str> = text.lines().filter_map(|l| l.split('│').nth(1)).map(str::trim).collect();
+        let at = |key: &str| order.iter().position(|l| l.starts_with(key)).unwrap_or_else(|| panic!("{key}: {text}"));
+        assert!(at("\"jsonrpc\"") < at("\"id\"") && at("\"id\"") < at("\"result\""), "{text}");
+        assert!(at("\"content\"") < at("\"isError\""), "{text}");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::transcript::{Exchange, HttpRequest, HttpResponse, StdioExchange, Transcript};
 
@@ -240,7 +240,7 @@ pub enum Mismatch {
         expected: String,
         actual: Option<String>,
     },
-    /// Both sides pretty-printed (JSON with sorted keys), ready to diff.
+    /// Both sides pretty-printed (JSON in the expected message's key order), ready to diff.
     Body {
         expected: String,
         actual: String,
@@ -266,7 +266,8 @@ pub fn compare(expected: &HttpResponse, actual: &HttpResponse) -> Vec<Mismatch> 
         }
     }
     if !bodies_match(&expected.body, &actual.body) {
-        mismatches.push(Mismatch::Body { expected: normalized(&expected.body), actual: normalized(&actual.body) });
+        let (wanted, given) = (shown_like(&expected.body, None), shown_like(&actual.body, Some(&expected.body)));
+        mismatches.push(Mismatch::Body { expected: wanted, actual: given });
     }
     mismatches
 }
@@ -282,24 +283,39 @@ fn bodies_match(expected: &str, actual: &str) -> bool {
 // ANCHOR: strictness
 /// How strictly a response is held to its transcript.
 ///
-/// The one rule on free text, kept here and nowhere else. Three kinds of text are
-/// sentences for a reader, worded as the server sees fit, which a learner cannot be
-/// expected to guess:
+/// What a learner may do differently from the chapter, kept here and nowhere else.
+///
+/// **Words.** Three kinds of text are sentences for a reader, worded as the server sees
+/// fit, which a learner cannot be expected to guess:
 /// - `error.message` of a JSON-RPC error (JSON-RPC 2.0, section 5.1: "a String
 ///   providing a short description of the error");
 /// - the `text` of each text block of a failed tool result (`isError: true`): words for
-///   the model about what went wrong (`2025-11-25/server/tools.mdx`, "Error Handling");
+///   the model about what went wrong (`2025-11-25/server/tools.mdx`, "Error Handling").
+///   One thing in them is not free: each name the chapter's text quotes in backticks
+///   (the arguments to fix, as in "`rate` is missing") must be named in the learner's
+///   text too, or the model does not learn what to fix;
 /// - in a `tools/list` result, every `title` and `description` of a tool and of
 ///   anything in its schemas: words for the model and for people about what the tool
 ///   does and when to call it (same file, "Tool").
 ///
-/// With [`Strictness::Learner`] such a text may differ, and is reported as a [`Note`],
-/// not a mismatch. And a text block that holds JSON (the text copy of
-/// `structuredContent`, same file, "Structured Content") compares as JSON: key order and
-/// spacing are the serializer's. Everything else still compares exactly (status,
-/// headers, `error.code`, `isError`, the id and its type, a successful tool's text). The
-/// cargo tests compare with [`Strictness::Exact`]: a transcript records what its own
-/// chapter says, byte for byte.
+/// **Optional members.** A member the protocol defines as optional, which the chapter
+/// leaves out, may be in a learner's answer when it says nothing its absence would not
+/// (`"isError": false`, `"listChanged": false`) or only describes the server
+/// (`instructions`, and `title`, `description`, `websiteUrl` or `icons` beside the
+/// name and version of `serverInfo`): see [`optional_member`]. Any other member the
+/// chapter does not send is a difference.
+///
+/// Free words are not free in length: where the chapter's quote what the client sent
+/// cut short (`echo`: 80 characters, then `…`), the learner's may not quote more of it.
+///
+/// With [`Strictness::Learner`] these are reported as [`Note`]s, and only a text that
+/// leaves out a name or quotes too much, or a member that is not optional, fails the
+/// exchange. And a text
+/// block that holds JSON (the text copy of `structuredContent`, same file, "Structured
+/// Content") compares as JSON: key order and spacing are the serializer's. Everything
+/// else still compares exactly (status, headers, `error.code`, `isError: true`, the id
+/// and its type, a successful tool's text). The cargo tests compare with
+/// [`Strictness::Exact`]: a transcript records what its own chapter says, byte for byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strictness {
     Exact,
@@ -307,16 +323,42 @@ pub enum Strictness {
 }
 // ANCHOR_END: strictness
 
-/// A difference that does not fail an exchange under [`Strictness::Learner`].
+/// Something a learner's answer does differently from the chapter's, which
+/// [`Strictness::Learner`] looks at before comparing the rest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
-    /// Where in the body: `error.message`, `result.content[0].text`.
+    /// Where, as a learner reads it: `error.message`, `result.content[0].text`; for a
+    /// stdio exchange, `line 2: result.isError`.
     pub path: String,
-    pub expected: String,
-    pub actual: String,
+    /// Where, as a JSON pointer into the message (for stdio, after the line's number
+    /// and a `#`: `1#/result/isError`), to find the lines it explains.
+    pub pointer: String,
+    pub kind: NoteKind,
 }
 
-/// [`compare`], with free text let through as notes when `strictness` says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoteKind {
+    /// Free words, worded differently: fine.
+    Reworded { expected: String, actual: String },
+    /// A failed call's text that does not name every argument the chapter's names.
+    Unnamed { missing: Vec<String> },
+    /// Free words that quote more of the client's input than the chapter's, which cut it
+    /// after `quote`.
+    Overquoted { quote: String },
+    /// A member the chapter does not send and the protocol defines as optional: fine.
+    Optional { reason: &'static str },
+    /// A member the chapter does not send, and not an optional one.
+    Unexpected,
+}
+
+impl Note {
+    /// Whether this difference fails the exchange.
+    pub fn counts(&self) -> bool {
+        matches!(self.kind, NoteKind::Unnamed { .. } | NoteKind::Overquoted { .. } | NoteKind::Unexpected)
+    }
+}
+
+/// [`compare`], with the differences [`Strictness`] allows let through as notes.
 pub fn compare_with(
     expected: &HttpResponse,
     actual: &HttpResponse,
@@ -325,33 +367,42 @@ pub fn compare_with(
     if strictness == Strictness::Learner
         && let Some((notes, forgiven)) = forgive(&expected.body, &actual.body)
     {
-        return (compare(expected, &HttpResponse { body: forgiven, ..actual.clone() }), notes);
+        let mut mismatches = compare(expected, &HttpResponse { body: forgiven, ..actual.clone() });
+        // The difference shown is the learner's own answer, not the forgiven one.
+        for mismatch in &mut mismatches {
+            if let Mismatch::Body { actual: shown, .. } = mismatch {
+                *shown = shown_like(&actual.body, Some(&expected.body));
+            }
+        }
+        return (mismatches, notes);
     }
     (compare(expected, actual), Vec::new())
 }
 
-/// The `actual` message as [`Strictness::Learner`] compares it: each free text (see
-/// [`Strictness`]) that differs is noted and replaced by the expected words, and a JSON
-/// text block equal as JSON to the expected one is replaced by it. `None` when the
-/// messages are not JSON or nothing was replaced.
+/// The `actual` message as [`Strictness::Learner`] compares it, and the notes on it:
+/// each free text (see [`Strictness`]) that differs but names what the chapter's names
+/// is replaced by the expected words; a JSON text block equal as JSON to the expected
+/// one is replaced by it; an optional member is taken out. `None` when the messages
+/// are not JSON.
 fn forgive(expected: &str, actual: &str) -> Option<(Vec<Note>, String)> {
     let expected: Value = serde_json::from_str(expected).ok()?;
     let mut forgiven: Value = serde_json::from_str(actual).ok()?;
     let failed = |body: &Value| body.pointer("/result/isError") == Some(&Value::Bool(true));
     let tool_failed = failed(&expected) && failed(&forgiven);
     let blocks = expected.pointer("/result/content").and_then(Value::as_array).map_or(0, Vec::len);
-    // Each place as a JSON pointer, as the learner reads it, and whether its words are free.
-    let mut places = vec![("/error/message".to_string(), "error.message".to_string(), true)];
+    // Each place as a JSON pointer, as the learner reads it, and how free its words are.
+    let mut places = vec![("/error/message".to_string(), "error.message".to_string(), Words::Free)];
+    let block_words = if tool_failed { Words::Naming } else { Words::Exact };
     places.extend(
-        (0..blocks).map(|i| (format!("/result/content/{i}/text"), format!("result.content[{i}].text"), tool_failed)),
+        (0..blocks).map(|i| (format!("/result/content/{i}/text"), format!("result.content[{i}].text"), block_words)),
     );
     if let Some(Value::Array(tools)) = expected.pointer("/result/tools") {
         for (i, tool) in tools.iter().enumerate() {
             prose_in(tool, &format!("/result/tools/{i}"), &format!("result.tools[{i}]"), &mut places);
         }
     }
-    let (mut notes, mut replaced) = (Vec::new(), false);
-    for (place, path, words_are_free) in places {
+    let mut notes = Vec::new();
+    for (place, path, words) in places {
         let (Some(Value::String(wanted)), Some(Value::String(given))) =
             (expected.pointer(&place), forgiven.pointer(&place))
         else {
@@ -364,56 +415,293 @@ fn forgive(expected: &str, actual: &str) -> Option<(Vec<Note>, String)> {
             (serde_json::from_str::<Value>(wanted), serde_json::from_str::<Value>(given)),
             (Ok(a), Ok(b)) if a == b
         );
-        if !(words_are_free || same_json) {
-            continue;
-        }
         if !same_json {
-            notes.push(Note { path, expected: wanted.clone(), actual: given.clone() });
+            if words != Words::Exact
+                && let Some(quote) = overquoted(wanted, given)
+            {
+                notes.push(Note { path, pointer: place, kind: NoteKind::Overquoted { quote } });
+                continue;
+            }
+            match words {
+                Words::Exact => continue,
+                Words::Naming => {
+                    let missing: Vec<String> =
+                        quoted_names(wanted).into_iter().filter(|name| !names(given, name)).collect();
+                    if !missing.is_empty() {
+                        notes.push(Note { path, pointer: place, kind: NoteKind::Unnamed { missing } });
+                        continue;
+                    }
+                }
+                Words::Free => {}
+            }
+            let kind = NoteKind::Reworded { expected: wanted.clone(), actual: given.clone() };
+            notes.push(Note { path, pointer: place.clone(), kind });
         }
         *forgiven.pointer_mut(&place).expect("just read") = Value::String(wanted.clone());
-        replaced = true;
     }
-    replaced.then(|| (notes, forgiven.to_string()))
+    let mut extra = Vec::new();
+    members_not_in(&expected, &forgiven, &mut Vec::new(), &mut extra);
+    for Extra { at, value, added_only } in extra {
+        let keys: Vec<&str> = at.iter().map(|s| s.key.as_str()).collect();
+        let (path, pointer) = (display_path(&at), json_pointer(&at));
+        match optional_member(&keys, &value, &expected) {
+            Some(reason) => {
+                remove_member(&mut forgiven, &at);
+                notes.push(Note { path, pointer, kind: NoteKind::Optional { reason } });
+            }
+            None if added_only => notes.push(Note { path, pointer, kind: NoteKind::Unexpected }),
+            None => {}
+        }
+    }
+    Some((notes, forgiven.to_string()))
+}
+
+/// How free the words at one place are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Words {
+    /// Compared exactly (a successful tool's output).
+    Exact,
+    /// Free, as long as they name what the chapter's words quote in backticks.
+    Naming,
+    /// Free.
+    Free,
 }
 
 /// Every string `title` or `description` member inside `value` (found at `pointer`,
 /// shown as `path`), at any depth, as a free place for [`forgive`].
-fn prose_in(value: &Value, pointer: &str, path: &str, places: &mut Vec<(String, String, bool)>) {
+fn prose_in(value: &Value, pointer: &str, path: &str, places: &mut Vec<(String, String, Words)>) {
     let Value::Object(members) = value else { return };
     for (key, member) in members {
         // A JSON pointer escapes `~` and `/` in a key.
         let (pointer, path) =
             (format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1")), format!("{path}.{key}"));
         match member {
-            Value::String(_) if key == "title" || key == "description" => places.push((pointer, path, true)),
+            Value::String(_) if key == "title" || key == "description" => places.push((pointer, path, Words::Free)),
             Value::Object(_) => prose_in(member, &pointer, &path, places),
             _ => {}
         }
     }
 }
 
-/// JSON pretty-printed with sorted keys (so two bodies line up for a diff); anything
-/// else as it is.
-pub fn normalized(body: &str) -> String {
-    match serde_json::from_str::<Value>(body) {
-        Ok(json) => serde_json::to_string_pretty(&with_sorted_keys(json)).expect("a Value always serializes"),
-        Err(_) => body.trim_end().to_string(),
+/// The names a text quotes in backticks: "`rate` is missing; `hours` must be ..." ->
+/// `rate`, `hours`.
+fn quoted_names(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for name in text.split('`').skip(1).step_by(2) {
+        if !name.is_empty() && !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// The start of client input the chapter's words quote cut short (`echo`: at most 80
+/// characters, then `…`) and the learner's words quote further: `Some(that start)`.
+/// Further means the same characters followed by a letter or digit, not by an end.
+fn overquoted(wanted: &str, given: &str) -> Option<String> {
+    wanted.match_indices('…').find_map(|(at, _)| {
+        let quote: String = {
+            let before: Vec<char> = wanted[..at].chars().collect();
+            before[before.len().saturating_sub(80)..].iter().collect()
+        };
+        let long_enough = quote.chars().count() >= 40;
+        let further = given
+            .match_indices(quote.as_str())
+            .any(|(start, _)| given[start + quote.len()..].chars().next().is_some_and(char::is_alphanumeric));
+        (long_enough && further).then_some(quote)
+    })
+}
+
+/// Does `text` name `name`, as a word of its own (`rate`, not `generate`)?
+fn names(text: &str, name: &str) -> bool {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !before.is_some_and(is_word) && !after.is_some_and(is_word)
+    })
+}
+
+/// One step into a JSON value: an object's key, or an array's index.
+#[derive(Debug, Clone)]
+struct Segment {
+    key: String,
+    index: bool,
+}
+
+/// Members of `actual` that `expected` lacks, where both have the object that would
+/// hold them: their path, their value, and whether they are all that differs in that
+/// object's list of members (none of the expected ones is missing). Arrays of the same
+/// length are walked item by item.
+fn members_not_in(expected: &Value, actual: &Value, at: &mut Vec<Segment>, found: &mut Vec<Extra>) {
+    match (expected, actual) {
+        (Value::Object(wanted), Value::Object(given)) => {
+            let added_only = wanted.keys().all(|key| given.contains_key(key));
+            for (key, value) in given {
+                at.push(Segment { key: key.clone(), index: false });
+                match wanted.get(key) {
+                    Some(inner) => members_not_in(inner, value, at, found),
+                    None => found.push(Extra { at: at.clone(), value: value.clone(), added_only }),
+                }
+                at.pop();
+            }
+        }
+        (Value::Array(wanted), Value::Array(given)) if wanted.len() == given.len() => {
+            for (i, (inner, value)) in wanted.iter().zip(given).enumerate() {
+                at.push(Segment { key: i.to_string(), index: true });
+                members_not_in(inner, value, at, found);
+                at.pop();
+            }
+        }
+        _ => {}
     }
 }
 
-/// The same value with every object's keys in sorted order. (serde_json keeps the
-/// order it read, `preserve_order`, so that responses read as the server wrote them;
-/// a diff wants both sides in one order.)
-fn with_sorted_keys(value: Value) -> Value {
-    match value {
-        Value::Object(object) => {
-            let mut members: Vec<(String, Value)> = object.into_iter().collect();
-            members.sort_by(|(a, _), (b, _)| a.cmp(b));
-            Value::Object(members.into_iter().map(|(key, value)| (key, with_sorted_keys(value))).collect())
+/// A member the learner's answer has and the chapter's lacks.
+struct Extra {
+    at: Vec<Segment>,
+    value: Value,
+    /// The object holding it has every member the chapter's has: the learner added
+    /// something, rather than sent another shape (`error` for `result`, which the
+    /// side-by-side shows well enough).
+    added_only: bool,
+}
+
+fn display_path(segments: &[Segment]) -> String {
+    let mut path = String::new();
+    for segment in segments {
+        if segment.index {
+            path.push_str(&format!("[{}]", segment.key));
+        } else {
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(&segment.key);
         }
-        Value::Array(items) => Value::Array(items.into_iter().map(with_sorted_keys).collect()),
-        other => other,
     }
+    path
+}
+
+fn json_pointer(segments: &[Segment]) -> String {
+    segments.iter().map(|s| format!("/{}", s.key.replace('~', "~0").replace('/', "~1"))).collect()
+}
+
+fn remove_member(value: &mut Value, segments: &[Segment]) {
+    let Some((last, parent)) = segments.split_last() else { return };
+    if let Some(Value::Object(members)) = value.pointer_mut(&json_pointer(parent)) {
+        members.shift_remove(&last.key);
+    }
+}
+
+// ANCHOR: optional_member
+/// Why a member the chapter's answer lacks may stand in a learner's: `Some(reason)`
+/// when the protocol defines it as optional there (`schema/2025-11-25/schema.ts`) and
+/// its value says nothing its absence would not, or only describes the server.
+/// `keys` is its path, `value` its value, `expected` the chapter's whole message.
+pub fn optional_member(keys: &[&str], value: &Value, expected: &Value) -> Option<&'static str> {
+    const ABSENT_MEANS_FALSE: &str = "false is what a client assumes when it is left out";
+    const DESCRIBES_THE_SERVER: &str = "it describes the server, and a client needs none of it to go on";
+    let (is_false, is_text) = (value == &Value::Bool(false), value.is_string());
+    // The answers that introduce a server: `initialize`'s and `server/discover`'s.
+    let introduces =
+        ["/result/protocolVersion", "/result/supportedVersions"].iter().any(|p| expected.pointer(p).is_some());
+    match keys {
+        ["result", "isError"] if is_false => Some(ABSENT_MEANS_FALSE),
+        ["result", "capabilities", _, "listChanged" | "subscribe"] if is_false => Some(ABSENT_MEANS_FALSE),
+        ["result", "instructions"] if is_text && introduces => Some(DESCRIBES_THE_SERVER),
+        ["result", "serverInfo" | "_meta", .., "title" | "description" | "websiteUrl"] if is_text => {
+            Some(DESCRIBES_THE_SERVER)
+        }
+        ["result", "serverInfo" | "_meta", .., "icons"] if value.is_array() => Some(DESCRIBES_THE_SERVER),
+        _ => None,
+    }
+}
+// ANCHOR_END: optional_member
+
+/// One line of a message as the check shows it, and the JSON pointer of the member
+/// it belongs to (the prefix alone for a line of text that is not JSON).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub text: String,
+    pub pointer: String,
+}
+
+/// A message pretty-printed, JSON with its keys in the order of `like` (the chapter's
+/// message, so that the two sides line up in the order the transcript shows) and the
+/// others after them; anything else as it is.
+pub fn shown_like(body: &str, like: Option<&str>) -> String {
+    shown_lines(body, like, "").iter().map(|line| line.text.as_str()).collect::<Vec<_>>().join("\n")
+}
+
+/// [`shown_like`], line by line, each with its pointer after `prefix`.
+pub fn shown_lines(body: &str, like: Option<&str>, prefix: &str) -> Vec<Line> {
+    let Ok(json) = serde_json::from_str::<Value>(body) else {
+        let pointer = prefix.to_string();
+        return body.trim_end().lines().map(|text| Line { text: text.to_string(), pointer: pointer.clone() }).collect();
+    };
+    let like = like.and_then(|like| serde_json::from_str::<Value>(like).ok()).unwrap_or(Value::Null);
+    let mut lines = Vec::new();
+    pretty_lines(&ordered_like(json, &like), 0, "", &mut prefix.to_string(), false, &mut lines);
+    lines
+}
+
+/// `value` with each object's keys in the order `like` has them, its other keys after.
+fn ordered_like(value: Value, like: &Value) -> Value {
+    match (value, like) {
+        (Value::Object(mut members), Value::Object(order)) => {
+            let mut ordered = Map::new();
+            for (key, inner) in order {
+                if let Some(value) = members.shift_remove(key) {
+                    ordered.insert(key.clone(), ordered_like(value, inner));
+                }
+            }
+            ordered.extend(members);
+            Value::Object(ordered)
+        }
+        (Value::Array(items), Value::Array(order)) => Value::Array(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| ordered_like(item, order.get(i).unwrap_or(&Value::Null)))
+                .collect(),
+        ),
+        (value, _) => value,
+    }
+}
+
+/// Pretty-print `value` as `serde_json::to_string_pretty` does, one [`Line`] at a time.
+fn pretty_lines(value: &Value, depth: usize, key: &str, pointer: &mut String, comma: bool, lines: &mut Vec<Line>) {
+    let indent = "  ".repeat(depth);
+    let comma = if comma { "," } else { "" };
+    let mut push = |text: String, pointer: &str| lines.push(Line { text, pointer: pointer.to_string() });
+    let (open, close, items): (&str, &str, Vec<(String, &Value)>) = match value {
+        Value::Object(members) if !members.is_empty() => {
+            ("{", "}", members.iter().map(|(k, v)| (k.clone(), v)).collect())
+        }
+        Value::Array(items) if !items.is_empty() => {
+            ("[", "]", items.iter().enumerate().map(|(i, v)| (i.to_string(), v)).collect())
+        }
+        _ => {
+            let text = serde_json::to_string(value).expect("a Value always serializes");
+            push(format!("{indent}{key}{text}{comma}"), pointer);
+            return;
+        }
+    };
+    push(format!("{indent}{key}{open}"), pointer);
+    let last = items.len() - 1;
+    for (i, (name, item)) in items.into_iter().enumerate() {
+        let before = pointer.len();
+        pointer.push('/');
+        pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
+        let key = if value.is_object() {
+            format!("{}: ", serde_json::to_string(&name).expect("a string"))
+        } else {
+            String::new()
+        };
+        pretty_lines(item, depth + 1, &key, pointer, i < last, lines);
+        pointer.truncate(before);
+    }
+    lines.push(Line { text: format!("{indent}{close}{comma}"), pointer: pointer.clone() });
 }
 
 /// What one exchange of a replay gave.
@@ -483,6 +771,21 @@ pub fn explain(outcome: &Outcome) -> String {
 /// `+` only in `new`.
 pub fn line_diff(old: &str, new: &str) -> Vec<String> {
     let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+    diff_steps(&a, &b)
+        .into_iter()
+        .map(|step| match step {
+            (Some(i), Some(_)) => format!("  {}", a[i]),
+            (Some(i), None) => format!("- {}", a[i]),
+            (_, Some(j)) => format!("+ {}", b[j]),
+            (None, None) => unreachable!("every step takes a line"),
+        })
+        .collect()
+}
+
+/// The steps of a minimal diff of `a` and `b` (longest common subsequence): `(Some(i),
+/// Some(j))` keeps `a[i]`, equal to `b[j]`; `(Some(i), None)` removes `a[i]`;
+/// `(None, Some(j))` adds `b[j]`.
+pub fn diff_steps<T: PartialEq>(a: &[T], b: &[T]) -> Vec<(Option<usize>, Option<usize>)> {
     // common[i][j]: length of the longest common subsequence of a[i..] and b[j..].
     let mut common = vec![vec![0usize; b.len() + 1]; a.len() + 1];
     for i in (0..a.len()).rev() {
@@ -490,20 +793,20 @@ pub fn line_diff(old: &str, new: &str) -> Vec<String> {
             common[i][j] = if a[i] == b[j] { common[i + 1][j + 1] + 1 } else { common[i + 1][j].max(common[i][j + 1]) };
         }
     }
-    let (mut i, mut j, mut lines) = (0, 0, Vec::new());
+    let (mut i, mut j, mut steps) = (0, 0, Vec::new());
     while i < a.len() || j < b.len() {
         if i < a.len() && j < b.len() && a[i] == b[j] {
-            lines.push(format!("  {}", a[i]));
+            steps.push((Some(i), Some(j)));
             (i, j) = (i + 1, j + 1);
         } else if i < a.len() && (j == b.len() || common[i + 1][j] >= common[i][j + 1]) {
-            lines.push(format!("- {}", a[i]));
+            steps.push((Some(i), None));
             i += 1;
         } else {
-            lines.push(format!("+ {}", b[j]));
+            steps.push((None, Some(j)));
             j += 1;
         }
     }
-    lines
+    steps
 }
 
 /// The response as a transcript should record it: the headers that matter (those
@@ -604,10 +907,16 @@ impl StdioRun {
 /// Start `program ARGS`, write each input line followed by `\n`, close its stdin,
 /// and collect what it writes until it exits.
 pub fn run_stdio(program: &Path, args: &[String], input: &[String]) -> io::Result<StdioRun> {
+    let bytes: Vec<u8> = input.iter().flat_map(|line| line.bytes().chain(Some(b'\n'))).collect();
+    run_stdio_within(program, args, &bytes, TIMEOUT)
+}
+
+/// [`run_stdio`] with the bytes to write as they are.
+pub fn run_stdio_bytes(program: &Path, args: &[String], input: &[u8]) -> io::Result<StdioRun> {
     run_stdio_within(program, args, input, TIMEOUT)
 }
 
-fn run_stdio_within(program: &Path, args: &[String], input: &[String], timeout: Duration) -> io::Result<StdioRun> {
+fn run_stdio_within(program: &Path, args: &[String], input: &[u8], timeout: Duration) -> io::Result<StdioRun> {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
@@ -620,9 +929,9 @@ fn run_stdio_within(program: &Path, args: &[String], input: &[String], timeout: 
     // blocks on a full stdout pipe while we block on a full stdin pipe. Dropping the
     // pipe at the end closes the server's stdin: end of input.
     let mut stdin = child.stdin.take().expect("stdin is piped");
-    let text: String = input.iter().map(|line| format!("{line}\n")).collect();
+    let text = input.to_vec();
     thread::spawn(move || {
-        let _ = stdin.write_all(text.as_bytes()); // a server that exited early is reported below
+        let _ = stdin.write_all(&text); // a server that exited early is reported below
     });
     let read_all = |mut pipe: Box<dyn Read + Send>| {
         thread::spawn(move || {
@@ -654,8 +963,8 @@ fn run_stdio_within(program: &Path, args: &[String], input: &[String], timeout: 
 /// One way a stdio run differs from the exchange's expectation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StdioMismatch {
-    /// The lines differ: both sides, one message per line, each JSON message
-    /// pretty-printed with sorted keys, ready to diff.
+    /// The lines differ: both sides, one message after the other, each JSON message
+    /// pretty-printed (the actual in the expected's key order), ready to diff.
     Lines { expected: String, actual: String },
     /// The last thing written has no `\n`: a host reading lines waits for it forever.
     Unterminated,
@@ -672,8 +981,8 @@ pub fn compare_stdio(expected: &[String], actual: &StdioRun) -> Vec<StdioMismatc
     let lines = actual.lines();
     let same = lines.len() == expected.len() && expected.iter().zip(&lines).all(|(e, a)| bodies_match(e, a));
     if !same {
-        let show = |lines: &[String]| lines.iter().map(|l| normalized(l)).collect::<Vec<_>>().join("\n");
-        mismatches.push(StdioMismatch::Lines { expected: show(expected), actual: show(&lines) });
+        let (wanted, given) = (shown_stdio(expected, None), shown_stdio(&lines, Some(expected)));
+        mismatches.push(StdioMismatch::Lines { expected: wanted, actual: given });
     }
     if !actual.stdout.is_empty() && !actual.stdout.ends_with('\n') {
         mismatches.push(StdioMismatch::Unterminated);
@@ -699,10 +1008,15 @@ pub fn compare_stdio_with(
     }
     let mut notes = Vec::new();
     let mut forgiven_stdout = String::new();
-    for (wanted, given) in expected.iter().zip(&lines) {
+    for (number, (wanted, given)) in expected.iter().zip(&lines).enumerate() {
         match forgive(wanted, given) {
             Some((line_notes, forgiven)) => {
-                notes.extend(line_notes);
+                // Say which line each note is about.
+                notes.extend(line_notes.into_iter().map(|note| Note {
+                    path: format!("line {}: {}", number + 1, note.path),
+                    pointer: format!("{number}#{}", note.pointer),
+                    ..note
+                }));
                 forgiven_stdout.push_str(&forgiven);
             }
             None => forgiven_stdout.push_str(given),
@@ -713,7 +1027,26 @@ pub fn compare_stdio_with(
         forgiven_stdout.pop(); // keep an unterminated last line unterminated
     }
     let forgiven = StdioRun { stdout: forgiven_stdout, ..actual.clone() };
-    (compare_stdio(expected, &forgiven), notes)
+    let mut mismatches = compare_stdio(expected, &forgiven);
+    // The difference shown is the learner's own lines, not the forgiven ones.
+    for mismatch in &mut mismatches {
+        if let StdioMismatch::Lines { actual: shown, .. } = mismatch {
+            *shown = shown_stdio(&lines, Some(expected));
+        }
+    }
+    (mismatches, notes)
+}
+
+/// Lines written over stdio as the check shows them: each message pretty-printed (in
+/// the key order of the same line of `like`), one after the other.
+pub fn shown_stdio(lines: &[String], like: Option<&[String]>) -> String {
+    shown_stdio_lines(lines, like).iter().map(|line| line.text.as_str()).collect::<Vec<_>>().join("\n")
+}
+
+/// [`shown_stdio`], line by line, each pointer after its message's number and a `#`.
+pub fn shown_stdio_lines(lines: &[String], like: Option<&[String]>) -> Vec<Line> {
+    let like_line = |i: usize| like.and_then(|like| like.get(i)).map(String::as_str);
+    lines.iter().enumerate().flat_map(|(i, line)| shown_lines(line, like_line(i), &format!("{i}#"))).collect()
 }
 
 /// What one stdio exchange gave.
@@ -747,7 +1080,7 @@ pub fn run_stdio_exchange<'a>(
     args: &[String],
     strictness: Strictness,
 ) -> StdioOutcome<'a> {
-    match run_stdio(program, args, &exchange.input) {
+    match run_stdio_bytes(program, args, &exchange.bytes()) {
         Ok(run) => {
             let (mismatches, notes) = compare_stdio_with(&exchange.expected, &run, strictness);
             StdioOutcome { exchange, actual: Ok(run), mismatches, notes }
@@ -820,7 +1153,8 @@ mod tests {
         let reworded = response(200, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no such method"}}"#);
         let (mismatches, notes) = compare_with(&expected, &reworded, Strictness::Learner);
         assert!(mismatches.is_empty(), "{mismatches:?}");
-        assert_eq!(notes[0].actual, "no such method");
+        let kind = NoteKind::Reworded { expected: "Method not found: ping".into(), actual: "no such method".into() };
+        assert_eq!(notes, [Note { path: "error.message".into(), pointer: "/error/message".into(), kind }]);
         // The code still counts, and the cargo tests still want the exact words.
         let wrong_code =
             response(200, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"no such method"}}"#);
@@ -845,10 +1179,123 @@ mod tests {
         let (mismatches, notes) = compare_with(&expected, &result(true, "hours?"), Strictness::Learner);
         assert!(mismatches.is_empty(), "{mismatches:?}");
         assert_eq!(notes[0].path, "result.content[0].text");
+        assert!(!notes[0].counts());
         // isError itself counts, and a successful tool's text is its output, not prose.
         assert_eq!(compare_with(&expected, &result(false, "hours?"), Strictness::Learner).0.len(), 1);
         let success = result(false, "BISMILLAH");
         assert_eq!(compare_with(&success, &result(false, "bismillah"), Strictness::Learner).0.len(), 1);
+    }
+
+    #[test]
+    fn a_failed_call_must_name_each_argument_the_chapter_names() {
+        let result = |text: &str| {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "result": {
+                "content": [{"type": "text", "text": text}], "isError": true}});
+            response(200, &body.to_string())
+        };
+        let expected = result("Invalid arguments: `rate` is missing; `hours` must be at most 24, not 30");
+        let named = result("fix hours (too many) and give a rate");
+        let (mismatches, notes) = compare_with(&expected, &named, Strictness::Learner);
+        assert!(mismatches.is_empty(), "{mismatches:?}");
+        assert!(matches!(notes[0].kind, NoteKind::Reworded { .. }));
+        // "bad" names nothing; "generate" is not `rate`: both fail, and say which names are missing.
+        for (text, missing) in [("bad", vec!["rate", "hours"]), ("generate 30 hours", vec!["rate"])] {
+            let (mismatches, notes) = compare_with(&expected, &result(text), Strictness::Learner);
+            assert_eq!(mismatches.len(), 1, "{text}");
+            let missing: Vec<String> = missing.into_iter().map(String::from).collect();
+            assert_eq!(notes[0].kind, NoteKind::Unnamed { missing }, "{text}");
+            assert!(notes[0].counts());
+        }
+    }
+
+    #[test]
+    fn free_words_quote_no_more_of_the_input_than_the_chapters() {
+        let method = "tools/call".repeat(12);
+        let cut: String = method.chars().take(80).collect();
+        let error = |message: &str| {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": message}});
+            response(200, &body.to_string())
+        };
+        let expected = error(&format!("Method not found: {cut}…"));
+        for fine in [format!("no method {cut}..."), format!("unknown: {}…", &cut[..40]), "unknown method".into()] {
+            let (mismatches, _) = compare_with(&expected, &error(&fine), Strictness::Learner);
+            assert!(mismatches.is_empty(), "{fine}: {mismatches:?}");
+        }
+        let (mismatches, notes) = compare_with(&expected, &error(&format!("no method {method}")), Strictness::Learner);
+        assert_eq!(mismatches.len(), 1);
+        assert_eq!(notes[0].kind, NoteKind::Overquoted { quote: cut });
+    }
+
+    #[test]
+    fn an_optional_member_passes_with_a_note_and_another_member_fails() {
+        let expected = response(200, r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{}}}"#);
+        let with = |member: &str| {
+            response(
+                200,
+                &format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[],{member},"structuredContent":{{}}}}}}"#),
+            )
+        };
+        let (mismatches, notes) = compare_with(&expected, &with(r#""isError":false"#), Strictness::Learner);
+        assert!(mismatches.is_empty(), "{mismatches:?}");
+        assert_eq!(notes[0].path, "result.isError");
+        assert!(matches!(notes[0].kind, NoteKind::Optional { .. }) && !notes[0].counts());
+        // `true` says something: it is a difference. So is a member the protocol does not make optional.
+        for member in [r#""isError":true"#, r#""structured":null"#] {
+            let (mismatches, notes) = compare_with(&expected, &with(member), Strictness::Learner);
+            assert_eq!(mismatches.len(), 1, "{member}");
+            assert_eq!(notes[0].kind, NoteKind::Unexpected, "{member}");
+        }
+        // The cargo tests still want the chapter's answer exactly.
+        assert_eq!(compare_with(&expected, &with(r#""isError":false"#), Strictness::Exact).0.len(), 1);
+    }
+
+    #[test]
+    fn instructions_and_server_details_are_optional_where_a_server_introduces_itself() {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "pingme", "version": "0.2.0"}}});
+        let mut richer = init.clone();
+        richer["result"]["instructions"] = json!("Call PingME to test the connection.");
+        richer["result"]["serverInfo"]["title"] = json!("Ping me");
+        richer["result"]["capabilities"]["tools"]["listChanged"] = json!(false);
+        let (mismatches, notes) =
+            compare_with(&response(200, &init.to_string()), &response(200, &richer.to_string()), Strictness::Learner);
+        assert!(mismatches.is_empty(), "{mismatches:?}");
+        let paths: Vec<&str> = notes.iter().map(|n| n.path.as_str()).collect();
+        assert_eq!(paths, ["result.capabilities.tools.listChanged", "result.serverInfo.title", "result.instructions"]);
+        // `instructions` in a tool's result is not the server introducing itself.
+        let call = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}});
+        let mut with_instructions = call.clone();
+        with_instructions["result"]["instructions"] = json!("x");
+        let (mismatches, _) = compare_with(
+            &response(200, &call.to_string()),
+            &response(200, &with_instructions.to_string()),
+            Strictness::Learner,
+        );
+        assert_eq!(mismatches.len(), 1);
+    }
+
+    #[test]
+    fn a_difference_shows_the_keys_in_the_transcripts_order() {
+        let expected = response(200, r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"x","capabilities":{}}}"#);
+        let actual = response(200, r#"{"result":{"capabilities":{},"protocolVersion":"y"},"id":1,"jsonrpc":"2.0"}"#);
+        let mismatches = compare(&expected, &actual);
+        let [Mismatch::Body { expected, actual }] = mismatches.as_slice() else { panic!("{mismatches:?}") };
+        assert_eq!(
+            expected,
+            "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 1,\n  \"result\": {\n    \"protocolVersion\": \"x\",\n    \"capabilities\": {}\n  }\n}"
+        );
+        assert_eq!(actual, &expected.replace("\"x\"", "\"y\""));
+    }
+
+    #[test]
+    fn pretty_lines_match_serde_json_and_carry_pointers() {
+        let text = r#"{"a":[1,{"b/c":"x","d":[]}],"e":{},"f":null,"g":10.0}"#;
+        let lines = shown_lines(text, None, "");
+        let joined: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(joined.join("\n"), serde_json::to_string_pretty(&value).unwrap());
+        let x = lines.iter().find(|l| l.text.contains("\"x\"")).unwrap();
+        assert_eq!(x.pointer, "/a/1/b~1c");
     }
 
     #[test]

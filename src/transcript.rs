@@ -80,6 +80,11 @@
 //! - The process must then exit by itself, successfully: closing stdin is how a host
 //!   stops a stdio server. What it writes to stderr is its log: shown when an exchange
 //!   fails, never compared.
+//! - Input no editor can write (bytes that are not UTF-8, a last line without its
+//!   `\n`) is a `raw` block instead of the `stdin` block. Its bytes are written exactly,
+//!   with the `raw` block's escapes (`\n`, `\r`, `\xHH`, `\\`), and nothing else: the
+//!   block's own line breaks are for the reader, so every line that should end says
+//!   `\n`, and the last one may not.
 
 use std::fmt;
 
@@ -134,8 +139,11 @@ pub struct StdioExchange {
     pub line: usize,
     /// The `<!-- hint: ... -->` line, for a learner whose server gets this wrong.
     pub hint: Option<String>,
-    /// The `stdin` block: each line is written followed by `\n`.
+    /// The `stdin` block: each line is written followed by `\n`. For a `raw` block, its
+    /// lines as the transcript shows them.
     pub input: Vec<String>,
+    /// For a `raw` block: the bytes to write instead of `input`'s lines.
+    pub raw: Option<Vec<u8>>,
     /// The `stdout` block: the lines expected, in order, without their `\n`.
     pub expected: Vec<String>,
 }
@@ -153,6 +161,17 @@ pub struct HttpResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: String,
+}
+
+impl StdioExchange {
+    /// What is written to the server's stdin: the `raw` block's bytes, or each line of
+    /// the `stdin` block followed by `\n`.
+    pub fn bytes(&self) -> Vec<u8> {
+        match &self.raw {
+            Some(bytes) => bytes.clone(),
+            None => self.input.iter().flat_map(|line| line.bytes().chain(Some(b'\n'))).collect(),
+        }
+    }
 }
 
 impl HttpRequest {
@@ -261,12 +280,13 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                     expected: parse_response(&lines[response.content.clone()], response.line)?,
                 });
             }
-            (["stdin", "stdout"], [input, output]) => {
+            ([kind @ ("stdin" | "raw"), "stdout"], [input, output]) => {
                 if input.content.is_empty() {
-                    return Err(ParseError { line: input.line, message: "empty stdin block".into() });
+                    return Err(ParseError { line: input.line, message: format!("empty {kind} block") });
                 }
                 let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
-                stdio.push(StdioExchange { title, line, hint, input: owned(input), expected: owned(output) });
+                let raw = (*kind == "raw").then(|| raw_stdin(&lines[input.content.clone()], input.line)).transpose()?;
+                stdio.push(StdioExchange { title, line, hint, input: owned(input), raw, expected: owned(output) });
             }
             _ => {
                 return Err(ParseError {
@@ -369,6 +389,16 @@ fn raw_request(lines: &[&str], line: usize) -> Result<Vec<u8>, ParseError> {
     for (offset, text) in lines.iter().enumerate() {
         unescape(text, &mut bytes).map_err(|message| ParseError { line: line + 1 + offset, message })?;
         bytes.extend_from_slice(b"\r\n");
+    }
+    Ok(bytes)
+}
+
+/// The bytes of a `raw` block written to stdin: its lines with their escapes, and
+/// nothing between them (a line ends where it says `\n`).
+fn raw_stdin(lines: &[&str], line: usize) -> Result<Vec<u8>, ParseError> {
+    let mut bytes = Vec::new();
+    for (offset, text) in lines.iter().enumerate() {
+        unescape(text, &mut bytes).map_err(|message| ParseError { line: line + 1 + offset, message })?;
     }
     Ok(bytes)
 }
@@ -605,6 +635,18 @@ mod tests {
         // An empty stdout block: the server must write nothing at all.
         assert!(transcript.stdio[1].expected.is_empty());
         assert_eq!(transcript.stdio_args(), ["--workers", "2", "--stdio"]);
+    }
+
+    #[test]
+    fn a_raw_block_writes_stdin_byte_for_byte() {
+        let text = "### Bytes\n\n```raw\n{\"id\": 1}\\n\n\\xff\\n\nlast\n```\n\n```stdout\ny\n```\n";
+        let transcript = parse(text).unwrap();
+        let exchange = &transcript.stdio[0];
+        assert_eq!(exchange.input, [r#"{"id": 1}\n"#, r"\xff\n", "last"]);
+        assert_eq!(exchange.bytes(), b"{\"id\": 1}\n\xff\nlast");
+        // A stdin block's lines each end in a newline.
+        let plain = parse("### Lines\n\n```stdin\na\nb\n```\n\n```stdout\n```\n").unwrap();
+        assert_eq!(plain.stdio[0].bytes(), b"a\nb\n");
     }
 
     #[test]

@@ -143,7 +143,9 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
         (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone() }),
         (Some(_), _) => Err(RpcError::invalid_request("`method` must be a string")),
         (None, Some(_)) if is_response(&object) => Ok(Message::Response),
-        (None, _) => Err(RpcError::invalid_request("a message needs a `method`, or a `result` or `error`")),
+        (None, _) => {
+            Err(RpcError::invalid_request("a message has a `method`, or an `id` and one of `result`, `error`"))
+        }
     }
 }
 

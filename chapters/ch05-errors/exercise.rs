@@ -71,7 +71,8 @@ fn handle(request: &Request, tools: &[Tool]) -> Response {
     // TODO: before reading the body, refuse a request this server cannot serve, with an
     // invalid-request error and "id": null: an `Accept` that allows neither JSON nor an
     // event stream is 406 (see `response_format`), a body not labelled JSON is 415 (see
-    // `is_json`). Answer in the format the client accepts.
+    // `is_json`). A refusal is plain JSON, whatever `Accept` says; only the response
+    // to a request goes out in the format the client accepts (`format`, used below).
     let format = Format::Json;
     // END TODO
     match parse_message(&request.body) {
@@ -217,7 +218,9 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
         (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone() }),
         (Some(_), _) => Err(RpcError::invalid_request("`method` must be a string")),
         (None, Some(_)) if is_response(&object) => Ok(Message::Response),
-        (None, _) => Err(RpcError::invalid_request("a message needs a `method`, or a `result` or `error`")),
+        (None, _) => {
+            Err(RpcError::invalid_request("a message has a `method`, or an `id` and one of `result`, `error`"))
+        }
     }
 }
 
@@ -362,9 +365,10 @@ fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
 /// `maximum`. (A full JSON Schema validator knows them all; chapter 6's test uses one.)
 fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Vec<String> {
     // TODO: list what is wrong with `arguments`, one sentence each, in words a model
-    // can act on: a `required` argument missing, an argument the schema does not have
-    // (`additionalProperties: false`), and per property a wrong `type`, a value outside
-    // its `enum`, below its `minimum` or above its `maximum`. Empty when all is well.
+    // can act on (each names its argument): a `required` argument missing, an argument
+    // the schema does not have (`additionalProperties: false`), and per property a
+    // wrong `type`, a value outside its `enum`, below its `minimum` or above its
+    // `maximum` (both bounds allowed). Every problem, not the first. Empty when all is well.
     todo!("check the arguments against the schema")
     // END TODO
 }

@@ -378,7 +378,8 @@ fn request_meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
 fn answer_modern(request: &Request, id: Value, method: &str, params: Option<&Value>, tools: &[Tool]) -> Response {
     // TODO: answer a modern request: a bad envelope (see `check_envelope`) is 400 with
     // its error; otherwise run the method (see `dispatch_modern`) and mark its result
-    // (see `complete`). A method that does not exist is 404 in this revision.
+    // (see `complete`). A method that does not exist is 404 in this revision; any other
+    // error of a method (an unknown tool, say) keeps 200, as in the handshake era.
     todo!("answer a modern request")
     // END TODO
 }
@@ -392,7 +393,9 @@ fn check_envelope(request: &Request, method: &str, params: Option<&Value>) -> Re
     //    object): else invalid params;
     // 2. the headers `MCP-Protocol-Version`, `Mcp-Method` and, for the methods in
     //    `NAMED_BY`, `Mcp-Name` are present and repeat the body (see `header_matches`);
-    // 3. the version is one of `MODERN_VERSIONS`: else `RpcError::unsupported_version`.
+    // 3. the version is one of `MODERN_VERSIONS` (not `SUPPORTED_VERSIONS`, the
+    //    handshake era's): else `RpcError::unsupported_version`.
+    // The first check that fails answers, so the order decides which error a client sees.
     todo!("check the stateless envelope")
     // END TODO
 }
@@ -406,8 +409,10 @@ fn header_matches(request: &Request, name: &str, value: &Value) -> Result<(), Rp
     let Some(raw) = request.header(name) else {
         return Err(RpcError::header_mismatch(&format!("required header {name} is missing")));
     };
-    // `Mcp-Name` may carry a value that is not plain ASCII as `=?base64?...?=`.
-    let header = if name == "Mcp-Name" { decode_sentinel(raw) } else { Some(raw.to_string()) };
+    // `Mcp-Name` may carry a value that is not plain ASCII as `=?base64?...?=`. (A header
+    // name is the same in any case: `MCP-Name` is `Mcp-Name`.)
+    let decode = name.eq_ignore_ascii_case("Mcp-Name");
+    let header = if decode { decode_sentinel(raw) } else { Some(raw.to_string()) };
     if header.is_some() && header.as_deref() == value.as_str() {
         return Ok(());
     }
@@ -589,7 +594,9 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
         (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone() }),
         (Some(_), _) => Err(RpcError::invalid_request("`method` must be a string")),
         (None, Some(_)) if is_response(&object) => Ok(Message::Response),
-        (None, _) => Err(RpcError::invalid_request("a message needs a `method`, or a `result` or `error`")),
+        (None, _) => {
+            Err(RpcError::invalid_request("a message has a `method`, or an `id` and one of `result`, `error`"))
+        }
     }
 }
 

@@ -812,8 +812,10 @@ fn header_matches(request: &Request, name: &str, value: &Value) -> Result<(), Rp
     let Some(raw) = request.header(name) else {
         return Err(RpcError::header_mismatch(&format!("required header {name} is missing")));
     };
-    // `Mcp-Name` may carry a value that is not plain ASCII as `=?base64?...?=`.
-    let header = if name == "Mcp-Name" { decode_sentinel(raw) } else { Some(raw.to_string()) };
+    // `Mcp-Name` may carry a value that is not plain ASCII as `=?base64?...?=`. (A header
+    // name is the same in any case: `MCP-Name` is `Mcp-Name`.)
+    let decode = name.eq_ignore_ascii_case("Mcp-Name");
+    let header = if decode { decode_sentinel(raw) } else { Some(raw.to_string()) };
     if header.is_some() && header.as_deref() == value.as_str() {
         return Ok(());
     }
@@ -999,7 +1001,9 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
         (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone() }),
         (Some(_), _) => Err(RpcError::invalid_request("`method` must be a string")),
         (None, Some(_)) if is_response(&object) => Ok(Message::Response),
-        (None, _) => Err(RpcError::invalid_request("a message needs a `method`, or a `result` or `error`")),
+        (None, _) => {
+            Err(RpcError::invalid_request("a message has a `method`, or an `id` and one of `result`, `error`"))
+        }
     }
 }
 

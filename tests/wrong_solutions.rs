@@ -1,0 +1,595 @@
+//! The author check of the learner's check: deliberately wrong solutions, each of which
+//! `cargo run -- check N` must fail, and a few valid variants it must pass.
+//!
+//! They live in `tests/wrong_solutions/chNN-*.md`, one file per chapter, one `###`
+//! section per solution: a sentence on the mistake, the exchanges that must catch it
+//! (`fails: <exchange title>`, one line each; `passes` for a valid variant), and the
+//! mistake itself as a small patch of the chapter's `main.rs`, in a `diff` block
+//! (lines starting with ` `, `-`, `+`; hunks apart with `@@`). A hunk's old lines are
+//! found in `main.rs` by their text, spaces at either end aside, and must be found
+//! exactly once; a blank line in the block is a blank context line. So a patch keeps
+//! applying while `main.rs` moves around it, and fails loudly when the lines it changes
+//! are gone.
+//!
+//! **Why this design: one binary per chapter.** Building a binary per wrong solution
+//! would be dozens of links on a two-core machine. Instead each chapter gets one
+//! binary: its `main.rs` with every function that some patch changes turned into a
+//! `match` on which solution is running, the chapter's own body as the fallback. The
+//! binary takes `--wrong-solution=NAME` (taken out of the arguments before the
+//! chapter's own parser sees them), so the check, which starts the server with the
+//! transcript's flags, starts the wrong solution by adding one flag. A patch that
+//! changes anything outside a function body (an attribute, a constant) cannot be
+//! switched at run time: it gets a binary of its own, which is why patches rarely do.
+//!
+//! The binaries are built by cargo, once, in a scratch package inside the target folder,
+//! with its own target folder (the workbook's is locked by the `cargo test` running
+//! this) and the workbook's `Cargo.lock`: the first run compiles the four dependencies
+//! (some ten seconds on two cores), later runs rebuild only the chapters whose sources
+//! changed. Each chapter's binary also runs with no wrong solution chosen, and must
+//! pass its chapter's check: the rewriting changes nothing else.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use mcp_workbook::chapters::{self, CHAPTERS, Chapter};
+use mcp_workbook::check::{self, Checked, Target};
+use mcp_workbook::transcript::{self, Transcript};
+
+/// The flag that chooses a wrong solution in a chapter's binary.
+const FLAG: &str = "--wrong-solution=";
+
+/// One solution from a chapter's file.
+#[derive(Debug, Clone)]
+struct Solution {
+    name: String,
+    /// Where its `###` heading is, to point at it.
+    line: usize,
+    /// The exchanges that must fail; empty for a valid variant.
+    fails: Vec<String>,
+    /// A valid variant: every exchange must pass.
+    passes: bool,
+    hunks: Vec<Vec<String>>,
+}
+
+fn solutions_path(chapter: &Chapter) -> PathBuf {
+    chapters::workbook_root().join("tests/wrong_solutions").join(format!("{}.md", chapter.name))
+}
+
+fn parse_solutions(text: &str) -> Result<Vec<Solution>, String> {
+    let mut solutions: Vec<Solution> = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((index, line)) = lines.next() {
+        let at = || format!("line {}", index + 1);
+        if let Some(name) = line.strip_prefix("### ") {
+            let name = name.trim().trim_matches('`').to_string();
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                return Err(format!("{}: a name is letters, digits and dashes: {name:?}", at()));
+            }
+            if solutions.iter().any(|s| s.name == name) {
+                return Err(format!("{}: a second solution named {name}", at()));
+            }
+            solutions.push(Solution { name, line: index + 1, fails: vec![], passes: false, hunks: vec![] });
+            continue;
+        }
+        let Some(solution) = solutions.last_mut() else { continue };
+        if let Some(title) = line.strip_prefix("fails: ") {
+            solution.fails.push(title.trim().to_string());
+        } else if line.trim() == "passes" {
+            solution.passes = true;
+        } else if line.trim() == "```diff" {
+            let mut hunk = Vec::new();
+            loop {
+                let Some((_, line)) = lines.next() else { return Err(format!("{}: a diff block never closed", at())) };
+                if line.trim_end() == "```" {
+                    break;
+                }
+                if line.starts_with("@@") {
+                    solution.hunks.extend((!hunk.is_empty()).then(|| std::mem::take(&mut hunk)));
+                } else if line.is_empty() || line.starts_with([' ', '-', '+']) {
+                    hunk.push(line.to_string());
+                } else {
+                    return Err(format!("{}: a diff line starts with ' ', '-', '+' or '@@': {line:?}", at()));
+                }
+            }
+            solution.hunks.extend((!hunk.is_empty()).then_some(hunk));
+        }
+    }
+    for solution in &solutions {
+        let problem = match (solution.passes, solution.fails.is_empty(), solution.hunks.is_empty()) {
+            (_, _, true) => "has no diff block",
+            (true, false, _) => "both passes and fails",
+            (false, true, _) => "says neither which exchanges fail (`fails: TITLE`) nor `passes`",
+            _ => continue,
+        };
+        return Err(format!("line {}: {} {problem}", solution.line, solution.name));
+    }
+    Ok(solutions)
+}
+
+/// `source` with `hunks` applied, or why they do not apply.
+fn apply(source: &str, hunks: &[Vec<String>]) -> Result<String, String> {
+    let mut lines: Vec<String> = source.lines().map(str::to_string).collect();
+    for hunk in hunks {
+        // The lines the hunk expects (context and removed), and what it puts instead.
+        let old: Vec<&str> = hunk.iter().filter(|l| !l.starts_with('+')).map(|l| l.get(1..).unwrap_or("")).collect();
+        let starts: Vec<usize> = (0..=lines.len().saturating_sub(old.len()))
+            .filter(|&at| old.iter().enumerate().all(|(i, want)| lines[at + i].trim() == want.trim()))
+            .collect();
+        let [at] = starts[..] else {
+            return Err(format!(
+                "a hunk's old lines are found {} times in main.rs, not once:\n{}",
+                starts.len(),
+                old.join("\n")
+            ));
+        };
+        let mut new = Vec::new();
+        let mut kept = at;
+        for line in hunk {
+            match line.chars().next() {
+                Some('+') => new.push(line[1..].to_string()),
+                Some('-') => kept += 1,
+                _ => {
+                    new.push(lines[kept].clone());
+                    kept += 1;
+                }
+            }
+        }
+        lines.splice(at..at + old.len(), new);
+    }
+    Ok(lines.join("\n") + "\n")
+}
+
+/// Which bytes of Rust source are code: not in a comment, a string or a character.
+fn code_mask(source: &str) -> Vec<bool> {
+    let bytes = source.as_bytes();
+    let mut code = vec![true; bytes.len()];
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        let start = i;
+        let rest = &bytes[i..];
+        let after_ident = i > 0 && is_ident(bytes[i - 1]);
+        if rest.starts_with(b"//") {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+        } else if rest.starts_with(b"/*") {
+            let mut depth = 0;
+            while i < bytes.len() {
+                if bytes[i..].starts_with(b"/*") {
+                    depth += 1;
+                    i += 2;
+                } else if bytes[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if !after_ident && (rest.starts_with(b"r#") || rest.starts_with(b"r\"") || rest.starts_with(b"br")) {
+            // A raw string: r"...", r#"..."#, br#"..."#.
+            let prefix = if rest[0] == b'b' { 2 } else { 1 };
+            let hashes = rest[prefix..].iter().take_while(|&&b| b == b'#').count();
+            if rest.get(prefix + hashes) != Some(&b'"') {
+                i += 1;
+                continue;
+            }
+            let close: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat_n(b'#', hashes)).collect();
+            i += prefix + hashes + 1;
+            while i < bytes.len() && !bytes[i..].starts_with(&close) {
+                i += 1;
+            }
+            i += close.len();
+        } else if rest[0] == b'"' {
+            i += 1;
+            while i < bytes.len() && bytes[i] != b'"' {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else if rest[0] == b'\'' {
+            // A character ('x', '\n', '\u{7f}') or a lifetime ('a, 'static).
+            let char_len = source[i + 1..].chars().next().map_or(1, char::len_utf8);
+            if rest.get(1) == Some(&b'\\') {
+                i += 2;
+                while i < bytes.len() && bytes[i] != b'\'' {
+                    i += 1;
+                }
+                i += 1;
+            } else if rest.get(1 + char_len) == Some(&b'\'') {
+                i += 2 + char_len;
+            } else {
+                i += 1;
+                continue;
+            }
+        } else {
+            i += 1;
+            continue;
+        }
+        let end = i.min(bytes.len());
+        code[start..end].iter_mut().for_each(|c| *c = false);
+        i = end;
+    }
+    code
+}
+
+/// A function item: its name, and the byte range of its body, braces included.
+#[derive(Debug, Clone, PartialEq)]
+struct Function {
+    name: String,
+    body: std::ops::Range<usize>,
+}
+
+/// The functions of `source` that are not inside another function, in order.
+fn functions(source: &str) -> Vec<Function> {
+    let (bytes, code) = (source.as_bytes(), code_mask(source));
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut found: Vec<Function> = Vec::new();
+    let mut i = 0;
+    while i + 2 < bytes.len() {
+        let keyword = code[i]
+            && bytes[i..].starts_with(b"fn")
+            && (i == 0 || !is_ident(bytes[i - 1]))
+            && bytes[i + 2].is_ascii_whitespace();
+        if !keyword {
+            i += 1;
+            continue;
+        }
+        let name_start = i + 2 + bytes[i + 2..].iter().take_while(|b| b.is_ascii_whitespace()).count();
+        let name_end = name_start + bytes[name_start..].iter().take_while(|&&b| is_ident(b)).count();
+        // The body is the first `{` outside parentheses and brackets; a `;` first means none.
+        let (mut j, mut depth) = (name_end, 0i32);
+        let open = loop {
+            match (code.get(j), bytes.get(j)) {
+                (None, _) => break None,
+                (Some(true), Some(b'(' | b'[')) => depth += 1,
+                (Some(true), Some(b')' | b']')) => depth -= 1,
+                (Some(true), Some(b'{')) if depth == 0 => break Some(j),
+                (Some(true), Some(b';')) if depth == 0 => break None,
+                _ => {}
+            }
+            j += 1;
+        };
+        let Some(open) = open else {
+            i = j;
+            continue;
+        };
+        let mut depth = 0;
+        let mut close = open;
+        for (k, &b) in bytes.iter().enumerate().skip(open) {
+            if !code[k] {
+                continue;
+            }
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = k;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        found.push(Function { name: source[name_start..name_end].to_string(), body: open..close + 1 });
+        i = close + 1;
+    }
+    found
+}
+
+/// `source` with every function body left out: what a run-time switch cannot change.
+fn skeleton(source: &str, functions: &[Function]) -> String {
+    let mut rest = 0;
+    let mut text = String::new();
+    for function in functions {
+        text.push_str(&source[rest..function.body.start]);
+        text.push_str("{}");
+        rest = function.body.end;
+    }
+    text.push_str(&source[rest..]);
+    text
+}
+
+/// What one chapter's solutions compile to: the chapter's binary with its switches,
+/// and the sources of the solutions that need a binary of their own.
+struct Generated {
+    switched: String,
+    own_binaries: Vec<(String, String)>,
+}
+
+/// The module every switched binary gets: which solution runs.
+const SWITCH: &str = r#"
+/// Which wrong solution this binary runs (`--wrong-solution=NAME`), added by
+/// tests/wrong_solutions.rs; none, and it is the chapter's own server.
+mod wrong_solution {
+    static CHOSEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+    /// The command line without the flag, which is remembered.
+    pub fn args() -> Vec<String> {
+        let (flag, rest): (Vec<String>, Vec<String>) =
+            std::env::args().partition(|arg| arg.starts_with("--wrong-solution="));
+        let chosen = flag.last().map(|f| f["--wrong-solution=".len()..].to_string()).unwrap_or_default();
+        CHOSEN.set(chosen).expect("args() runs once");
+        rest
+    }
+
+    pub fn chosen() -> &'static str {
+        CHOSEN.get().map_or("", String::as_str)
+    }
+}
+"#;
+
+fn generate(chapter: &Chapter, solutions: &[Solution]) -> Result<Generated, String> {
+    let main = std::fs::read_to_string(chapter.solution_path()).map_err(|e| e.to_string())?;
+    let originals = functions(&main);
+    let shape = skeleton(&main, &originals);
+    // For each function, the bodies the solutions give it that differ from its own.
+    let mut bodies: BTreeMap<usize, Vec<(&Solution, String)>> = BTreeMap::new();
+    let mut own_binaries = Vec::new();
+    for solution in solutions {
+        let where_ = || format!("{} line {}, {}", solutions_path(chapter).display(), solution.line, solution.name);
+        let patched = apply(&main, &solution.hunks).map_err(|e| format!("{}: {e}", where_()))?;
+        let changed = functions(&patched);
+        let same_shape = changed.len() == originals.len()
+            && changed.iter().zip(&originals).all(|(a, b)| a.name == b.name)
+            && skeleton(&patched, &changed) == shape;
+        if !same_shape {
+            let name = format!("{}--{}", chapter.name, solution.name);
+            own_binaries.push((name, format!("#![allow(warnings)]\n{patched}")));
+            continue;
+        }
+        let mut differs = false;
+        for (index, (new, old)) in changed.iter().zip(&originals).enumerate() {
+            let body = &patched[new.body.clone()];
+            if body != &main[old.body.clone()] {
+                bodies.entry(index).or_default().push((solution, body.to_string()));
+                differs = true;
+            }
+        }
+        if !differs {
+            return Err(format!("{}: the patch changes nothing", where_()));
+        }
+    }
+    // Rebuild main.rs from the end, so that byte ranges stay true.
+    let mut switched = main.clone();
+    for (index, variants) in bodies.iter().rev() {
+        let body = originals[*index].body.clone();
+        let mut arms = String::from("{\n    match crate::wrong_solution::chosen() {\n");
+        for (solution, variant) in variants {
+            arms.push_str(&format!("        // {}\n        {:?} => {variant}\n", solution.name, solution.name));
+        }
+        arms.push_str(&format!("        _ => {}\n    }}\n}}", &main[body.clone()]));
+        switched.replace_range(body, &arms);
+    }
+    if switched.matches("Args::parse()").count() != 1 {
+        return Err(format!("{}: main.rs must call `Args::parse()` once", chapter.name));
+    }
+    let switched = format!(
+        "#![allow(warnings)]\n{}\n{SWITCH}",
+        switched.replace("Args::parse()", "Args::parse_from(crate::wrong_solution::args())")
+    );
+    Ok(Generated { switched, own_binaries })
+}
+
+/// A chapter's solutions; none when it has no file (`every_chapter_has_wrong_solutions` says so).
+fn load_solutions(chapter: &Chapter) -> Vec<Solution> {
+    let path = solutions_path(chapter);
+    let Ok(text) = std::fs::read_to_string(&path) else { return Vec::new() };
+    parse_solutions(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Where the scratch package lives: beside `debug` in the workbook's target folder.
+fn scratch() -> PathBuf {
+    let workbook = Path::new(env!("CARGO_BIN_EXE_workbook"));
+    let target = workbook.parent().and_then(Path::parent).expect("the binary is in target/PROFILE/");
+    target.join("wrong-solutions")
+}
+
+/// Write `text` to `path` unless it holds it already, so cargo rebuilds only what changed.
+fn write_if_changed(path: &Path, text: &str) {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+/// Generate every chapter's sources into the scratch package and build them: the
+/// binaries' folder, or what went wrong. Runs once per test process.
+fn build_all() -> &'static Result<PathBuf, String> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let root = chapters::workbook_root();
+        let dir = scratch();
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let manifest = std::fs::read_to_string(root.join("Cargo.toml")).map_err(|e| e.to_string())?;
+        // The workbook's own [dependencies], so that the lock file fits.
+        let dependencies: String = manifest
+            .split("\n[dependencies]\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n[").next())
+            .ok_or("no [dependencies] in Cargo.toml")?
+            .to_string();
+        let mut bins = String::new();
+        for chapter in CHAPTERS {
+            let generated = generate(chapter, &load_solutions(chapter))?;
+            let mut sources = vec![(chapter.name.to_string(), generated.switched)];
+            sources.extend(generated.own_binaries);
+            for (name, source) in sources {
+                write_if_changed(&dir.join(format!("{name}.rs")), &source);
+                bins.push_str(&format!("\n[[bin]]\nname = {name:?}\npath = \"{name}.rs\"\n"));
+            }
+        }
+        let cargo_toml = format!(
+            "# Written by tests/wrong_solutions.rs: the chapters with their wrong solutions.\n\
+             [package]\nname = \"wrong-solutions\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\
+             autobins = false\n\n[workspace]\n\n[dependencies]\nmcp-workbook = {{ path = {:?} }}\n{dependencies}\n\
+             [profile.dev]\ndebug = false\nincremental = false\n{bins}",
+            root.display().to_string()
+        );
+        write_if_changed(&dir.join("Cargo.toml"), &cargo_toml);
+        // The workbook's lock file, so that the versions are the ones the workbook built
+        // (and `--offline` finds them); copied again when the workbook's changes.
+        let lock = std::fs::read_to_string(root.join("Cargo.lock")).map_err(|e| e.to_string())?;
+        if std::fs::read_to_string(dir.join("workbook.lock")).ok().as_deref() != Some(lock.as_str()) {
+            std::fs::write(dir.join("Cargo.lock"), &lock).map_err(|e| e.to_string())?;
+            std::fs::write(dir.join("workbook.lock"), &lock).map_err(|e| e.to_string())?;
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let output = Command::new(cargo)
+            .args(["build", "--offline", "--quiet", "--bins"])
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", dir.join("target"))
+            .env_remove("RUSTFLAGS")
+            .output()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "the wrong solutions do not build (sources in {}):\n{}",
+                dir.display(),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        Ok(dir.join("target").join("debug"))
+    })
+}
+
+fn transcript_of(chapter: &Chapter) -> Transcript {
+    let path = chapter.transcript_path();
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    transcript::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The titles of every exchange, in the order the check runs them.
+fn titles(transcript: &Transcript) -> Vec<String> {
+    let http = transcript.exchanges.iter().map(|e| e.title.clone());
+    http.chain(transcript.stdio.iter().map(|e| e.title.clone())).collect()
+}
+
+/// Run the check against one binary, as a learner's `check` does: the titles of the
+/// exchanges that failed, and the report a learner would read.
+fn check(binary: &Path, transcript: &Transcript) -> (Vec<String>, String) {
+    let results: Vec<Checked> =
+        check::run_binary(transcript, binary).unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
+    let failed = titles(transcript).into_iter().zip(&results).filter(|(_, r)| !r.passed()).map(|(t, _)| t).collect();
+    (failed, check::render(&results, &Target::Exercise))
+}
+
+fn wrong_solutions_fail(name: &str) {
+    let chapter = chapters::find(name).unwrap();
+    let binaries = build_all().as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let transcript = transcript_of(chapter);
+    let titles = titles(&transcript);
+    let solutions = load_solutions(chapter);
+    let own: Vec<String> = generate(chapter, &solutions).unwrap().own_binaries.into_iter().map(|(n, _)| n).collect();
+
+    // With no wrong solution chosen, the binary is the chapter, and passes.
+    let (failed, report) = check(&binaries.join(chapter.name), &transcript);
+    assert!(
+        failed.is_empty(),
+        "{}'s binary with its switches, and none chosen, fails the check; the rewriting broke something:\n{report}",
+        chapter.name,
+    );
+
+    let mut problems = Vec::new();
+    for solution in &solutions {
+        for title in &solution.fails {
+            if !titles.contains(title) {
+                problems.push(format!("{}: no exchange is titled {title:?}", solution.name));
+            }
+        }
+        let own_name = format!("{}--{}", chapter.name, solution.name);
+        let mut run = transcript.clone();
+        let binary = if own.contains(&own_name) {
+            binaries.join(&own_name)
+        } else {
+            run.server_args.push(format!("{FLAG}{}", solution.name));
+            binaries.join(chapter.name)
+        };
+        let (failed, report) = check(&binary, &run);
+        if solution.passes {
+            if !failed.is_empty() {
+                problems.push(format!("{} is valid, but the check fails it:\n{report}", solution.name));
+            }
+            continue;
+        }
+        let missed: Vec<&String> = solution.fails.iter().filter(|t| !failed.contains(t)).collect();
+        if failed.is_empty() {
+            problems.push(format!("{} is wrong, and the check passes it", solution.name));
+        } else if !missed.is_empty() {
+            problems.push(format!(
+                "{}: these exchanges should fail and pass: {missed:?}; the check's report:\n{report}",
+                solution.name,
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} ({}):\n\n{}",
+        chapter.name,
+        solutions_path(chapter).display(),
+        problems.join("\n\n")
+    );
+}
+
+/// One test per chapter, so `cargo test --test wrong_solutions ch05` runs that chapter's.
+macro_rules! wrong_solution_tests {
+    ($($module:ident => $name:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $module() {
+                wrong_solutions_fail($name);
+            }
+        )*
+
+        /// The tests above and `chapters::CHAPTERS` name the same chapters, and each has a file.
+        #[test]
+        fn every_chapter_has_wrong_solutions() {
+            let tested: Vec<&str> = vec![$($name),*];
+            let listed: Vec<&str> = CHAPTERS.iter().map(|c| c.name).collect();
+            assert_eq!(tested, listed);
+            for chapter in CHAPTERS {
+                assert!(!load_solutions(chapter).is_empty(), "{} has no wrong solution", chapter.name);
+            }
+        }
+    };
+}
+
+wrong_solution_tests! {
+    ch01_envelope => "ch01-envelope",
+    ch02_handshake => "ch02-handshake",
+    ch03_tools_list => "ch03-tools-list",
+    ch04_tools_call => "ch04-tools-call",
+    ch05_errors => "ch05-errors",
+    ch06_structured_output => "ch06-structured-output",
+    ch07_hardening => "ch07-hardening",
+    ch08_stateless => "ch08-stateless",
+    ch09_stdio => "ch09-stdio",
+    ch10_starter => "ch10-starter",
+    ch11_resources => "ch11-resources",
+    ch12_prompts => "ch12-prompts",
+    ch13_completion => "ch13-completion",
+}
+
+#[test]
+fn the_patcher_and_the_function_finder() {
+    let source = "fn a() -> u8 {\n    let s = \"}\"; // }\n    1\n}\n\nimpl X {\n    fn b(&self, c: char) -> [u8; 2] {\n        let _ = '{';\n        [2, 2]\n    }\n}\n\nfn c<'a>(x: &'a str);\n";
+    let found = functions(source);
+    let names: Vec<&str> = found.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(source[found[0].body.clone()].ends_with("1\n}"));
+    assert!(source[found[1].body.clone()].ends_with("[2, 2]\n    }"));
+    let hunk: Vec<String> = ["  fn b(&self, c: char) -> [u8; 2] {", " let _ = '{';", "-[2, 2]", "+        [3, 3]"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let patched = apply(source, &[hunk]).unwrap();
+    assert!(patched.contains("        [3, 3]\n    }"), "{patched}");
+    assert_eq!(skeleton(&patched, &functions(&patched)), skeleton(source, &found));
+    // A hunk must find its lines exactly once.
+    assert!(apply(source, &[vec!["-}".to_string()]]).is_err());
+    assert!(apply(source, &[vec!["-nowhere".to_string()]]).is_err());
+}
