@@ -798,6 +798,7 @@ mod tests {
                 headers: vec![("Content-Type".into(), "application/json".into())],
                 body: expected.into(),
             },
+            during: None,
         }
     }
 
