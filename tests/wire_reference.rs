@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::fs;
 
 use mcp_workbook::chapters::{CHAPTERS, workbook_root};
-use mcp_workbook::transcript::{self, Exchange};
+use mcp_workbook::transcript::{self, During, Interruption};
 use serde_json::Value;
 
 /// A response's kind: its status and what its body says. `-` for a body that is
@@ -26,8 +26,7 @@ fn kind(status: u16, body: &Value) -> (u16, String) {
 }
 
 /// The JSON a response body carries: the body itself, or the `data:` of an SSE event.
-fn body_json(exchange: &Exchange) -> Value {
-    let body = &exchange.expected.body;
+fn body_json(body: &str) -> Value {
     let json = body.lines().find_map(|line| line.strip_prefix("data:")).unwrap_or(body);
     serde_json::from_str(json.trim()).unwrap_or(Value::Null)
 }
@@ -37,7 +36,11 @@ fn proven_by_transcripts() -> BTreeSet<(u16, String)> {
     for chapter in CHAPTERS {
         let text = fs::read_to_string(chapter.transcript_path()).unwrap();
         for exchange in transcript::parse(&text).unwrap().exchanges {
-            kinds.insert(kind(exchange.expected.status, &body_json(&exchange)));
+            kinds.insert(kind(exchange.expected.status, &body_json(&exchange.expected.body)));
+            // A request sent while a response streams in has an answer of its own.
+            if let Some(During { action: Interruption::Send { expected, .. }, .. }) = &exchange.during {
+                kinds.insert(kind(expected.status, &body_json(&expected.body)));
+            }
         }
     }
     kinds

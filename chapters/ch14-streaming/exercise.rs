@@ -845,7 +845,7 @@ fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard) -> Respon
         if check_envelope(Some(request), method, params.as_ref()).is_ok()
             && let Some(long) = long_call(method, params.as_ref(), catalog, Era::Modern)
         {
-            return answer_long_call(id.clone(), long, streams, catalog);
+            return answer_long_call(id.clone(), long, format, streams, catalog);
         }
         return format.wrap(answer_modern(Some(request), id.clone(), method, params.as_ref(), catalog));
     }
@@ -856,7 +856,7 @@ fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard) -> Respon
     match message {
         Message::Request { id, method, params } => {
             if let Some(long) = long_call(&method, params.as_ref(), catalog, Era::Handshake) {
-                return answer_long_call(id, long, streams, catalog);
+                return answer_long_call(id, long, format, streams, catalog);
             }
             format.wrap(reply(200, id, dispatch(&method, params.as_ref(), catalog)))
         }
@@ -2011,10 +2011,11 @@ fn progress_token(params: Option<&Value>) -> Result<Option<Value>, RpcError> {
 /// Answer a long call over HTTP. It runs after the handler has returned, on the
 /// connection's own thread (`Response::stream`), so it holds no worker's turn while it
 /// works. When it has something to report (a progress token, or log messages) and
-/// `Accept` allows it, the answer is an event stream: each notification an event as
-/// it happens, the result last (`2025-11-25/basic/transports.mdx`, Sending Messages to
-/// the Server). Otherwise it is the one JSON answer, sent when the call ends.
-fn answer_long_call(id: Value, long: LongCall, streams: bool, catalog: &'static Catalog) -> Response {
+/// `Accept` allows it (`streams`), the answer is an event stream: each notification an
+/// event as it happens, the result last (`2025-11-25/basic/transports.mdx`, Sending
+/// Messages to the Server). Otherwise it is the one JSON answer, sent when the call
+/// ends, unless the client reads only event streams (`format`).
+fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool, catalog: &'static Catalog) -> Response {
     // In the handshake era a call is cancelled by a `notifications/cancelled`; in
     // 2026-07-28, over HTTP, by the client closing the stream and by nothing else
     // (`2026-07-28/basic/transports/streamable-http.mdx`, Cancellation).
@@ -2022,7 +2023,8 @@ fn answer_long_call(id: Value, long: LongCall, streams: bool, catalog: &'static 
         return reply(503, id, Err(RpcError::busy(catalog.calls.max))).with_header("Retry-After", "1");
     };
     // TODO: an event stream when `Accept` allows one (`streams`) and the call has
-    // something to report before its result: a progress token, or a log level.
+    // something to report before its result (a progress token, or a log level); and
+    // for a client that reads nothing else (`format` is `Format::EventStream`).
     let events: bool = todo!("stream or not");
     // END TODO
     let content_type = if events { "text/event-stream" } else { "application/json" };

@@ -835,7 +835,7 @@ fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard) -> Respon
         if check_envelope(Some(request), method, params.as_ref()).is_ok()
             && let Some(long) = long_call(method, params.as_ref(), catalog, Era::Modern)
         {
-            return answer_long_call(id.clone(), long, streams, catalog);
+            return answer_long_call(id.clone(), long, format, streams, catalog);
         }
         return format.wrap(answer_modern(Some(request), id.clone(), method, params.as_ref(), catalog));
     }
@@ -846,7 +846,7 @@ fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard) -> Respon
     match message {
         Message::Request { id, method, params } => {
             if let Some(long) = long_call(&method, params.as_ref(), catalog, Era::Handshake) {
-                return answer_long_call(id, long, streams, catalog);
+                return answer_long_call(id, long, format, streams, catalog);
             }
             format.wrap(reply(200, id, dispatch(&method, params.as_ref(), catalog)))
         }
@@ -1831,7 +1831,7 @@ impl<'a> Call<'a> {
     /// token, and only forward: "The `progress` value MUST increase with each
     /// notification", so a value no larger than the last one is not sent.
     fn progress(&mut self, done: u64, total: u64, message: &str) {
-        let Some(token) = &self.progress_token else { return };
+        let Some(token) = self.progress_token.clone() else { return };
         if self.last_progress.is_some_and(|last| done <= last) || self.stopped() {
             return;
         }
@@ -2001,17 +2001,19 @@ fn progress_token(params: Option<&Value>) -> Result<Option<Value>, RpcError> {
 /// Answer a long call over HTTP. It runs after the handler has returned, on the
 /// connection's own thread (`Response::stream`), so it holds no worker's turn while it
 /// works. When it has something to report (a progress token, or log messages) and
-/// `Accept` allows it, the answer is an event stream: each notification an event as
-/// it happens, the result last (`2025-11-25/basic/transports.mdx`, Sending Messages to
-/// the Server). Otherwise it is the one JSON answer, sent when the call ends.
-fn answer_long_call(id: Value, long: LongCall, streams: bool, catalog: &'static Catalog) -> Response {
+/// `Accept` allows it (`streams`), the answer is an event stream: each notification an
+/// event as it happens, the result last (`2025-11-25/basic/transports.mdx`, Sending
+/// Messages to the Server). Otherwise it is the one JSON answer, sent when the call
+/// ends, unless the client reads only event streams (`format`).
+fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool, catalog: &'static Catalog) -> Response {
     // In the handshake era a call is cancelled by a `notifications/cancelled`; in
     // 2026-07-28, over HTTP, by the client closing the stream and by nothing else
     // (`2026-07-28/basic/transports/streamable-http.mdx`, Cancellation).
     let Some(running) = catalog.calls.start(&id, long.era == Era::Handshake) else {
         return reply(503, id, Err(RpcError::busy(catalog.calls.max))).with_header("Retry-After", "1");
     };
-    let events = streams && (long.progress_token.is_some() || long.log_level.is_some());
+    let reports = long.progress_token.is_some() || long.log_level.is_some();
+    let events = (streams && reports) || format == Format::EventStream;
     let content_type = if events { "text/event-stream" } else { "application/json" };
     Response::stream(200, content_type, move |writer| {
         let closing_cancels = long.era == Era::Modern;
