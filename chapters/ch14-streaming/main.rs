@@ -1438,7 +1438,7 @@ impl RpcError {
 
     /// Every place for a long call is taken: the client may try again shortly.
     fn busy(max: usize) -> RpcError {
-        let message = format!("Internal error: {max} long calls are running already; try again shortly");
+        let message = format!("Internal error: as many long calls run as may ({max}); try again shortly");
         RpcError { code: -32603, message, data: None }
     }
 
