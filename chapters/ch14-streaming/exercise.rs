@@ -2022,11 +2022,7 @@ fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool, ca
     let Some(running) = catalog.calls.start(&id, long.era == Era::Handshake) else {
         return reply(503, id, Err(RpcError::busy(catalog.calls.max))).with_header("Retry-After", "1");
     };
-    // TODO: an event stream when `Accept` allows one (`streams`) and the call has
-    // something to report before its result (a progress token, or a log level); and
-    // for a client that reads nothing else (`format` is `Format::EventStream`).
-    let events: bool = todo!("stream or not");
-    // END TODO
+    let events = answers_with_events(&long, format, streams);
     let content_type = if events { "text/event-stream" } else { "application/json" };
     Response::stream(200, content_type, move |writer| {
         let closing_cancels = long.era == Era::Modern;
@@ -2039,6 +2035,17 @@ fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool, ca
     // Proxies such as nginx hold a body back until it is complete, unless told not
     // to (`2026-07-28/basic/transports/streamable-http.mdx`, Receiving Messages).
     .with_header("X-Accel-Buffering", "no")
+}
+
+/// Whether a long call is answered as an event stream: when `Accept` allows one and
+/// the call has something to report before its result (a progress token, or a log
+/// level); and always for a client that reads nothing else (`Format::EventStream`).
+fn answers_with_events(long: &LongCall, format: Format, streams: bool) -> bool {
+    // TODO: an event stream when `Accept` allows one (`streams`) and the call has
+    // something to report before its result (a progress token, or a log level); and
+    // for a client that reads nothing else (`format` is `Format::EventStream`).
+    todo!("stream or not")
+    // END TODO
 }
 
 /// A long call's outlet over HTTP: the body of its answer.

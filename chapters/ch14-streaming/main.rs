@@ -2012,8 +2012,7 @@ fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool, ca
     let Some(running) = catalog.calls.start(&id, long.era == Era::Handshake) else {
         return reply(503, id, Err(RpcError::busy(catalog.calls.max))).with_header("Retry-After", "1");
     };
-    let reports = long.progress_token.is_some() || long.log_level.is_some();
-    let events = (streams && reports) || format == Format::EventStream;
+    let events = answers_with_events(&long, format, streams);
     let content_type = if events { "text/event-stream" } else { "application/json" };
     Response::stream(200, content_type, move |writer| {
         let closing_cancels = long.era == Era::Modern;
@@ -2026,6 +2025,14 @@ fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool, ca
     // Proxies such as nginx hold a body back until it is complete, unless told not
     // to (`2026-07-28/basic/transports/streamable-http.mdx`, Receiving Messages).
     .with_header("X-Accel-Buffering", "no")
+}
+
+/// Whether a long call is answered as an event stream: when `Accept` allows one and
+/// the call has something to report before its result (a progress token, or a log
+/// level); and always for a client that reads nothing else (`Format::EventStream`).
+fn answers_with_events(long: &LongCall, format: Format, streams: bool) -> bool {
+    let reports = long.progress_token.is_some() || long.log_level.is_some();
+    (streams && reports) || format == Format::EventStream
 }
 
 /// A long call's outlet over HTTP: the body of its answer.
