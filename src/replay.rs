@@ -195,7 +195,7 @@ pub fn send_interrupted(address: SocketAddr, request: &HttpRequest, during: &Dur
             let answer = send(address, request)?;
             if !compare(expected, &answer).is_empty() {
                 return Err(io::Error::other(format!(
-                    "the request sent during the stream was answered {} {}, not {} {}",
+                    "{SIDE_ANSWER_DIFFERS} {} {}, not {} {}",
                     answer.status,
                     answer.body.trim(),
                     expected.status,
@@ -208,6 +208,10 @@ pub fn send_interrupted(address: SocketAddr, request: &HttpRequest, during: &Dur
     let _ = stream.read_to_end(&mut raw);
     parse_partial_response(&raw)
 }
+
+/// How [`send_interrupted`]'s error begins when the request sent during the stream got
+/// another answer than the transcript's.
+pub const SIDE_ANSWER_DIFFERS: &str = "the request sent during the stream was answered";
 
 /// How many whole events the body so far holds (each ends with a blank line).
 fn events_in(raw: &[u8]) -> usize {
