@@ -274,8 +274,11 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
                 say(&mut text, &format!("  {line}"));
             }
             if let Some(during) = &exchange.during {
-                let events = if during.after_events == 1 { "event" } else { "events" };
-                let after = format!("Once the answer's first {} {events} had come, the client", during.after_events);
+                let events = match during.after_events {
+                    1 => "event".to_string(),
+                    n => format!("{n} events"),
+                };
+                let after = format!("Once the answer's first {events} had come, the client");
                 match &during.action {
                     Interruption::Close => say(&mut text, &format!("{after} closed its side and read on.")),
                     Interruption::Send { request, expected } => {
