@@ -28,6 +28,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 11, name: "ch11-resources", title: "Resources" },
     Chapter { number: 12, name: "ch12-prompts", title: "Prompts" },
     Chapter { number: 13, name: "ch13-completion", title: "Completion" },
+    Chapter { number: 14, name: "ch14-streaming", title: "Streaming a call" },
 ];
 
 impl Chapter {

@@ -29,7 +29,7 @@ use crate::chapters::{self, Chapter};
 use crate::replay::{
     self, Line, Mismatch, Note, NoteKind, Outcome, RunningServer, StdioMismatch, StdioOutcome, Strictness,
 };
-use crate::transcript::{self, HttpResponse, Transcript};
+use crate::transcript::{self, HttpResponse, Interruption, Transcript};
 
 /// Whose server is being checked: which binary the check starts (none for a URL), and
 /// the words of the report.
@@ -273,9 +273,28 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
             for line in request_lines(exchange) {
                 say(&mut text, &format!("  {line}"));
             }
+            if let Some(during) = &exchange.during {
+                let events = match during.after_events {
+                    1 => "event".to_string(),
+                    n => format!("{n} events"),
+                };
+                let after = format!("Once the answer's first {events} had come, the client");
+                match &during.action {
+                    Interruption::Close => say(&mut text, &format!("{after} closed its side and read on.")),
+                    Interruption::Send { request, expected } => {
+                        let body = request.body.lines().next().unwrap_or("");
+                        say(&mut text, &format!("{after} sent, on a connection of its own:"));
+                        say(&mut text, &format!("  {} {} {body}", request.method, request.path));
+                        say(&mut text, &format!("which must be answered {}; then it read on.", expected.status));
+                    }
+                }
+            }
             text.push('\n');
             match &outcome.actual {
                 Ok(actual) => text.push_str(&side_by_side(&exchange.expected, actual, &outcome.mismatches, &allowed)),
+                Err(error) if error.starts_with(replay::SIDE_ANSWER_DIFFERS) => {
+                    say(&mut text, &format!("But {error}."));
+                }
                 Err(error) => {
                     say(&mut text, &format!("No answer came back: {error}."));
                     say(&mut text, "The chapter answers:");
@@ -436,6 +455,9 @@ fn why_it_failed(checked: &Checked, target: &Target) -> Option<String> {
         }
         (Exchanged::Http(Outcome { actual: Err(_), .. }), Target::Url(url)) => {
             Some(format!("Is your server still running at {url}?"))
+        }
+        (Exchanged::Http(Outcome { actual: Err(error), .. }), _) if error.starts_with(replay::SIDE_ANSWER_DIFFERS) => {
+            Some("The request sent while the answer streamed in was not answered as the chapter answers it.".into())
         }
         (Exchanged::Http(Outcome { actual: Err(_), .. }), _) => {
             Some("The server stopped answering: did it exit?".to_string())
@@ -798,6 +820,7 @@ mod tests {
                 headers: vec![("Content-Type".into(), "application/json".into())],
                 body: expected.into(),
             },
+            during: None,
         }
     }
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::transcript::{Exchange, HttpRequest, HttpResponse, StdioExchange, Transcript};
+use crate::transcript::{During, Exchange, HttpRequest, HttpResponse, Interruption, StdioExchange, Transcript};
 
 /// How long one exchange may take before the replay gives up on it.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -127,6 +127,21 @@ pub fn address_of_url(url: &str) -> Option<SocketAddr> {
 // ANCHOR: send
 /// Send one request on a fresh connection and read the whole response.
 pub fn send(address: SocketAddr, request: &HttpRequest) -> io::Result<HttpResponse> {
+    let mut stream = open(address, request)?;
+    let mut raw = Vec::new();
+    // A server may close without reading a body it refused (413): what it sent
+    // before closing still counts, so a reset after some bytes is not an error.
+    if let Err(error) = stream.read_to_end(&mut raw)
+        && raw.is_empty()
+    {
+        return Err(error);
+    }
+    parse_response(&raw)
+}
+
+/// Connect to `address` and send `request`, with `Host` and `Content-Length` added
+/// when it has none, and `Connection: close`. The answer is left to read.
+pub fn open(address: SocketAddr, request: &HttpRequest) -> io::Result<TcpStream> {
     let mut head = format!("{} {} HTTP/1.1\r\n", request.method, request.path);
     for (name, value) in &request.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
@@ -143,25 +158,67 @@ pub fn send(address: SocketAddr, request: &HttpRequest) -> io::Result<HttpRespon
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.write_all(head.as_bytes())?;
     stream.write_all(request.body.as_bytes())?;
-    let mut raw = Vec::new();
-    // A server may close without reading a body it refused (413): what it sent
-    // before closing still counts, so a reset after some bytes is not an error.
-    if let Err(error) = stream.read_to_end(&mut raw)
-        && raw.is_empty()
-    {
-        return Err(error);
-    }
-    parse_response(&raw)
+    Ok(stream)
 }
 // ANCHOR_END: send
 
-/// Send an exchange's request, as its transcript writes it (`http` or `raw`).
+/// Send an exchange's request, as its transcript writes it (`http` or `raw`), and do
+/// what its `<!-- client: ... -->` line says while the answer streams in.
 pub fn send_exchange(address: SocketAddr, exchange: &Exchange) -> io::Result<HttpResponse> {
-    match &exchange.raw {
-        Some(raw) => send_raw(address, &raw.bytes),
-        None => send(address, &exchange.request),
+    match (&exchange.raw, &exchange.during) {
+        (Some(raw), _) => send_raw(address, &raw.bytes),
+        (None, Some(during)) => send_interrupted(address, &exchange.request, during),
+        (None, None) => send(address, &exchange.request),
     }
 }
+
+// ANCHOR: interrupted
+/// Send `request`, read its answer until `during.after_events` events have come, then
+/// act: half-close the connection, or send another request (whose answer must be the
+/// one expected). Then read on until the server closes the connection, and give what
+/// came, however it ended: a stream cut short is the point of such an exchange.
+pub fn send_interrupted(address: SocketAddr, request: &HttpRequest, during: &During) -> io::Result<HttpResponse> {
+    let mut stream = open(address, request)?;
+    let deadline = Instant::now() + TIMEOUT;
+    let mut raw = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while events_in(&raw) < during.after_events {
+        let read = stream.read(&mut buffer)?;
+        if read == 0 || Instant::now() > deadline {
+            break; // the answer ended before that many events: compare what came
+        }
+        raw.extend_from_slice(&buffer[..read]);
+    }
+    match &during.action {
+        Interruption::Close => stream.shutdown(std::net::Shutdown::Write)?,
+        Interruption::Send { request, expected } => {
+            let answer = send(address, request)?;
+            if !compare(expected, &answer).is_empty() {
+                return Err(io::Error::other(format!(
+                    "{SIDE_ANSWER_DIFFERS} {} {}, not {} {}",
+                    answer.status,
+                    answer.body.trim(),
+                    expected.status,
+                    expected.body.trim()
+                )));
+            }
+        }
+    }
+    // Read on: a server that goes on sending shows it here.
+    let _ = stream.read_to_end(&mut raw);
+    parse_partial_response(&raw)
+}
+
+/// How [`send_interrupted`]'s error begins when the request sent during the stream got
+/// another answer than the transcript's.
+pub const SIDE_ANSWER_DIFFERS: &str = "the request sent during the stream was answered";
+
+/// How many whole events the body so far holds (each ends with a blank line).
+fn events_in(raw: &[u8]) -> usize {
+    let Ok(response) = parse_partial_response(raw) else { return 0 };
+    response.body.replace("\r\n", "\n").matches("\n\n").count()
+}
+// ANCHOR_END: interrupted
 
 /// Send `bytes` as they are on a fresh connection, say that nothing more will come
 /// (half-close), and read the whole response.
@@ -180,7 +237,17 @@ pub fn send_raw(address: SocketAddr, bytes: &[u8]) -> io::Result<HttpResponse> {
 }
 
 /// Parse raw HTTP/1.1 response bytes, skipping any `100 Continue`.
-fn parse_response(mut raw: &[u8]) -> io::Result<HttpResponse> {
+pub fn parse_response(raw: &[u8]) -> io::Result<HttpResponse> {
+    parse_response_with(raw, false)
+}
+
+/// [`parse_response`] of a response that may have been cut short: a chunked body is
+/// what its whole chunks hold.
+fn parse_partial_response(raw: &[u8]) -> io::Result<HttpResponse> {
+    parse_response_with(raw, true)
+}
+
+fn parse_response_with(mut raw: &[u8], partial: bool) -> io::Result<HttpResponse> {
     let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("bad HTTP response: {what}"));
     loop {
         let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| invalid("no end of headers"))?;
@@ -202,7 +269,11 @@ fn parse_response(mut raw: &[u8]) -> io::Result<HttpResponse> {
             .collect();
         let header = |name: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
         let body = if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
-            dechunk(body).ok_or_else(|| invalid("broken chunked body"))?
+            let (body, complete) = dechunk(body);
+            if !complete && !partial {
+                return Err(invalid("broken chunked body"));
+            }
+            body
         } else if let Some(length) = header("content-length").and_then(|v| v.parse::<usize>().ok()) {
             body.get(..length).ok_or_else(|| invalid("body shorter than Content-Length"))?.to_vec()
         } else {
@@ -213,18 +284,23 @@ fn parse_response(mut raw: &[u8]) -> io::Result<HttpResponse> {
     }
 }
 
-fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
+/// A chunked body's bytes, and whether it was whole (up to its last, empty chunk);
+/// when not, the bytes of its whole chunks.
+fn dechunk(mut raw: &[u8]) -> (Vec<u8>, bool) {
     let mut body = Vec::new();
     loop {
-        let line_end = raw.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&raw[..line_end]).ok()?;
-        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        let Some(line_end) = raw.windows(2).position(|w| w == b"\r\n") else { return (body, false) };
+        let size_text = std::str::from_utf8(&raw[..line_end]).unwrap_or("");
+        let Ok(size) = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16) else {
+            return (body, false);
+        };
         raw = &raw[line_end + 2..];
         if size == 0 {
-            return Some(body);
+            return (body, true);
         }
-        body.extend_from_slice(raw.get(..size)?);
-        raw = raw.get(size + 2..)?;
+        let (Some(chunk), Some(rest)) = (raw.get(..size), raw.get(size + 2..)) else { return (body, false) };
+        body.extend_from_slice(chunk);
+        raw = rest;
     }
 }
 
@@ -273,10 +349,48 @@ pub fn compare(expected: &HttpResponse, actual: &HttpResponse) -> Vec<Mismatch> 
 }
 
 fn bodies_match(expected: &str, actual: &str) -> bool {
+    if let Some(wanted) = events(expected) {
+        return events(actual).is_some_and(|given| {
+            given.len() == wanted.len()
+                && wanted.iter().zip(&given).all(|(w, g)| w.name == g.name && bodies_match(&w.data, &g.data))
+        });
+    }
     match (serde_json::from_str::<Value>(expected), serde_json::from_str::<Value>(actual)) {
         (Ok(expected), Ok(actual)) => expected == actual,
         _ => expected.trim_end() == actual.trim_end(),
     }
+}
+
+/// One server-sent event: its name (`event:`) and its data (`data:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub name: String,
+    pub data: String,
+}
+
+/// A body read as an event stream: events apart by a blank line, each line a field
+/// (`event: message`, `data: {...}`; several `data` lines join with a newline, as the
+/// HTML standard's event stream does). `None` when the body is not one: empty, or a
+/// line that is no field of an event. An empty body is no stream.
+pub fn events(body: &str) -> Option<Vec<Event>> {
+    let body = body.replace("\r\n", "\n");
+    if body.trim().is_empty() {
+        return None;
+    }
+    let mut events = Vec::new();
+    for block in body.trim_end_matches('\n').split("\n\n") {
+        let (mut name, mut data): (Option<String>, Vec<&str>) = (None, Vec::new());
+        for line in block.lines() {
+            match line.split_once(':') {
+                Some(("event", value)) => name = Some(value.strip_prefix(' ').unwrap_or(value).to_string()),
+                Some(("data", value)) => data.push(value.strip_prefix(' ').unwrap_or(value)),
+                Some(("id" | "retry", _)) | Some(("", _)) => {} // an id, a retry time, a comment
+                _ => return None,
+            }
+        }
+        events.push(Event { name: name.unwrap_or_else(|| "message".into()), data: data.join("\n") });
+    }
+    Some(events)
 }
 // ANCHOR_END: compare
 

@@ -45,6 +45,20 @@
 //!   line followed by CRLF, the last one too (a server ignores an empty line before a
 //!   request, RFC 9112, section 2.2). Inside a line, `\n` and `\r` stand for a bare LF
 //!   and a bare CR, `\xHH` for any byte, and `\\` for a backslash.
+//! - A response whose body is an event stream (`Content-Type: text/event-stream`) is
+//!   written as the server sends it: each event an `event: message` line, a `data:`
+//!   line holding one JSON-RPC message, and a blank line. The events compare in order,
+//!   each event's name exactly and its data as JSON (key order free, values exact); a
+//!   missing or extra event, or framing that does not split into the same events, is a
+//!   difference.
+//! - A `<!-- client: ... -->` line inside an exchange makes the client do something
+//!   while the response streams in, once it has read the first N events:
+//!   `<!-- client: after 1 event, closes -->` half-closes the connection (the client
+//!   sends nothing more) and reads on until the server closes it: the response is what
+//!   arrived, however it ended. `<!-- client: after 1 event, sends the request below
+//!   -->` needs four `http` blocks: the request, a second request sent on a connection
+//!   of its own after N events, the answer that one must get, and then the first
+//!   request's whole response.
 //! - A `<!-- hint: ... -->` line inside an exchange (one line, an HTML comment, so the
 //!   book does not show it) is what `cargo run -- check` prints when a learner's server
 //!   gets that exchange wrong: one sentence on the rule, and where the book and the spec
@@ -121,6 +135,24 @@ pub struct Exchange {
     /// For a `raw` block: the bytes to send instead of `request`.
     pub raw: Option<RawRequest>,
     pub expected: HttpResponse,
+    /// A `<!-- client: ... -->` line: what the client does while the response streams.
+    pub during: Option<During>,
+}
+
+/// What a client does while a response streams in (a `<!-- client: ... -->` line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct During {
+    /// How many events it reads first.
+    pub after_events: usize,
+    pub action: Interruption,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Interruption {
+    /// It closes its side of the connection, and reads on until the server closes.
+    Close,
+    /// It sends `request` on a connection of its own, which must get `expected`.
+    Send { request: HttpRequest, expected: HttpResponse },
 }
 
 /// A request sent byte for byte (a `raw` block).
@@ -219,9 +251,11 @@ enum Piece {
     Heading { title: String, line: usize },
     Block(Block),
     Hint { text: String, line: usize },
+    Client { text: String, line: usize },
 }
 
 const HINT_START: &str = "<!-- hint:";
+const CLIENT_START: &str = "<!-- client:";
 const HINT_END: &str = "-->";
 
 fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
@@ -237,6 +271,12 @@ fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
                 message: format!("a hint is one line that ends with `{HINT_END}`"),
             })?;
             pieces.push(Piece::Hint { text: text.trim().to_string(), line: index + 1 });
+        } else if let Some(client) = line.trim().strip_prefix(CLIENT_START) {
+            let text = client.strip_suffix(HINT_END).ok_or_else(|| ParseError {
+                line: index + 1,
+                message: format!("a client line is one line that ends with `{HINT_END}`"),
+            })?;
+            pieces.push(Piece::Client { text: text.trim().to_string(), line: index + 1 });
         } else if let Some(info) = line.strip_prefix("```") {
             let start = index + 1;
             let end = (start..lines.len())
@@ -262,9 +302,40 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
     let mut current: Option<Draft> = None;
 
     let mut finish = |current: Option<Draft>| -> Result<(), ParseError> {
-        let Some(Draft { title, line, hint, blocks }) = current else { return Ok(()) };
+        let Some(Draft { title, line, hint, client, blocks }) = current else { return Ok(()) };
         let infos: Vec<&str> = blocks.iter().map(|b| b.info.as_str()).collect();
+        let during = client.map(|(text, at)| parse_client(&text, at)).transpose()?;
         match (infos.as_slice(), blocks.as_slice()) {
+            (["http", "http", "http", "http"], [request, side_request, side_response, response]) => {
+                let Some(During { after_events, action: Interruption::Send { .. } }) = during else {
+                    return Err(ParseError {
+                        line,
+                        message: format!(
+                            "exchange {title:?} has four http blocks: it needs a `<!-- client: after N events, \
+                             sends the request below -->` line"
+                        ),
+                    });
+                };
+                let action = Interruption::Send {
+                    request: parse_request(&lines[side_request.content.clone()], side_request.line)?,
+                    expected: parse_response(&lines[side_response.content.clone()], side_response.line)?,
+                };
+                exchanges.push(Exchange {
+                    title,
+                    line,
+                    hint,
+                    request: parse_request(&lines[request.content.clone()], request.line)?,
+                    raw: None,
+                    expected: parse_response(&lines[response.content.clone()], response.line)?,
+                    during: Some(During { after_events, action }),
+                });
+            }
+            _ if matches!(&during, Some(During { action: Interruption::Send { .. }, .. })) => {
+                return Err(ParseError {
+                    line,
+                    message: format!("exchange {title:?} sends a request during the stream: it needs four http blocks"),
+                });
+            }
             ([kind @ ("http" | "raw"), "http"], [request, response]) => {
                 let content = &lines[request.content.clone()];
                 let raw = (*kind == "raw")
@@ -278,6 +349,7 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                     request: parse_request(content, request.line)?,
                     raw,
                     expected: parse_response(&lines[response.content.clone()], response.line)?,
+                    during,
                 });
             }
             ([kind @ ("stdin" | "raw"), "stdout"], [input, output]) => {
@@ -305,12 +377,17 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
         match piece {
             Piece::Heading { title, line } => {
                 finish(current.take())?;
-                current = Some(Draft { title, line, hint: None, blocks: Vec::new() });
+                current = Some(Draft { title, line, hint: None, client: None, blocks: Vec::new() });
             }
             Piece::Hint { text, line } => match current.as_mut() {
                 Some(Draft { hint: hint @ None, .. }) => *hint = Some(text),
                 Some(_) => return Err(ParseError { line, message: "a second hint in one exchange".into() }),
                 None => return Err(ParseError { line, message: "hint before the first ### exchange".into() }),
+            },
+            Piece::Client { text, line } => match current.as_mut() {
+                Some(Draft { client: client @ None, .. }) => *client = Some((text, line)),
+                Some(_) => return Err(ParseError { line, message: "a second client line in one exchange".into() }),
+                None => return Err(ParseError { line, message: "client line before the first ### exchange".into() }),
             },
             Piece::Block(block) if EXCHANGE_BLOCKS.contains(&block.info.as_str()) => match current.as_mut() {
                 Some(Draft { blocks, .. }) => blocks.push(block),
@@ -339,7 +416,33 @@ struct Draft {
     title: String,
     line: usize,
     hint: Option<String>,
+    /// The `<!-- client: ... -->` line's text, and where it is.
+    client: Option<(String, usize)>,
     blocks: Vec<Block>,
+}
+
+/// `after 1 event, closes` or `after 2 events, sends the request below`. (The request
+/// itself is filled in from the exchange's blocks.)
+fn parse_client(text: &str, line: usize) -> Result<During, ParseError> {
+    let wrong = || ParseError {
+        line,
+        message: format!(
+            "a client line says `after N event(s), closes` or `after N event(s), sends the request below`, not {text:?}"
+        ),
+    };
+    let rest = text.strip_prefix("after ").ok_or_else(wrong)?;
+    let (count, rest) = rest.split_once(' ').ok_or_else(wrong)?;
+    let after_events: usize = count.parse().map_err(|_| wrong())?;
+    let action = rest.strip_prefix("events,").or_else(|| rest.strip_prefix("event,")).ok_or_else(wrong)?;
+    let action = match action.trim() {
+        "closes" => Interruption::Close,
+        "sends the request below" => Interruption::Send {
+            request: HttpRequest { method: String::new(), path: String::new(), headers: vec![], body: String::new() },
+            expected: HttpResponse { status: 0, headers: vec![], body: String::new() },
+        },
+        _ => return Err(wrong()),
+    };
+    Ok(During { after_events, action })
 }
 
 /// `$ cargo run --bin NAME -- --flag value`: the words after `--`.
@@ -494,27 +597,32 @@ pub fn replace_stdout(text: &str, outputs: &[Vec<String>]) -> Result<String, Par
     replace_blocks(&lines, &blocks, &texts, "stdout")
 }
 
-/// In each exchange, the content of its second block (the answer), when it has this
-/// info string.
+/// In each exchange, the content of its last block (the answer; the second of two, the
+/// fourth of four), when it has this info string.
 fn exchange_blocks(lines: &[&str], info: &str) -> Result<Vec<std::ops::Range<usize>>, ParseError> {
-    let mut in_exchange = false;
-    let mut seen = 0;
     let mut found = Vec::new();
+    let mut current: Vec<Block> = Vec::new();
+    let mut finish = |blocks: &mut Vec<Block>| {
+        if blocks.len() >= 2
+            && let Some(last) = blocks.pop()
+            && last.info == info
+        {
+            found.push(last.content);
+        }
+        blocks.clear();
+    };
+    let mut in_exchange = false;
     for piece in pieces(lines)? {
         match piece {
             Piece::Heading { .. } => {
+                finish(&mut current);
                 in_exchange = true;
-                seen = 0;
             }
-            Piece::Block(block) if in_exchange && EXCHANGE_BLOCKS.contains(&block.info.as_str()) => {
-                seen += 1;
-                if seen == 2 && block.info == info {
-                    found.push(block.content);
-                }
-            }
-            Piece::Block(_) | Piece::Hint { .. } => {}
+            Piece::Block(block) if in_exchange && EXCHANGE_BLOCKS.contains(&block.info.as_str()) => current.push(block),
+            Piece::Block(_) | Piece::Hint { .. } | Piece::Client { .. } => {}
         }
     }
+    finish(&mut current);
     Ok(found)
 }
 

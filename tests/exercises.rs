@@ -203,6 +203,7 @@ exercise_tests! {
     ch11_resources => "ch11-resources",
     ch12_prompts => "ch12-prompts",
     ch13_completion => "ch13-completion",
+    ch14_streaming => "ch14-streaming",
 }
 
 /// The check prints a hint for every exchange a learner gets wrong.

@@ -70,6 +70,7 @@ chapter_tests! {
     ch11_resources => "ch11-resources",
     ch12_prompts => "ch12-prompts",
     ch13_completion => "ch13-completion",
+    ch14_streaming => "ch14-streaming",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.

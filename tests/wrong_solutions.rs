@@ -572,6 +572,7 @@ wrong_solution_tests! {
     ch11_resources => "ch11-resources",
     ch12_prompts => "ch12-prompts",
     ch13_completion => "ch13-completion",
+    ch14_streaming => "ch14-streaming",
 }
 
 #[test]

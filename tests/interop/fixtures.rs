@@ -2,7 +2,7 @@
 //! for `tests/interop/run` only.
 //!
 //! ```text
-//! cargo run --bin ch13-completion -- --bind 127.0.0.1:8080 &
+//! cargo run --bin ch14-streaming -- --bind 127.0.0.1:8080 &
 //! cargo run --example conformance-fixtures -- --bind 127.0.0.1:8081 --upstream http://127.0.0.1:8080/mcp
 //! ```
 //!
@@ -15,10 +15,11 @@
 //! names, so they live here, and no chapter carries a line for them.
 //!
 //! Every request goes to the chapter, as the client sent it (Host and Origin included),
-//! with one change: a request that names a suite resource or prompt for which the
+//! with one change: a request that names a suite resource, prompt or tool for which the
 //! chapters have a stand-in of their own names the stand-in instead (`STAND_INS`:
 //! `test://static-text` is read as `docs://pay-rules`, `test_prompt_with_arguments` is
-//! got as `reply_to_customer`, its `arg1` as `orderId`). The chapter's answer to it goes
+//! got as `reply_to_customer`, its `arg1` as `orderId`, `test_tool_with_progress` and
+//! `test_tool_with_logging` are called as chapter 14's `run_payroll`). The chapter's answer to it goes
 //! back unchanged, so the suite's checks of a text resource, a binary one, prompts with
 //! arguments, embedded resources and images, and completion measure the chapter's own
 //! code. A chapter that has no stand-in yet answers "method not found", and fails those.
@@ -34,7 +35,8 @@
 //!   capabilities and tools are added to the chapter's.
 //!
 //! So every HTTP check (Host, Origin, headers, body size) and every other answer is the
-//! chapter's own binary speaking, and the suite measures it. Both eras: a fixture's
+//! chapter's own binary speaking, and the suite measures it. An answer that is an event
+//! stream goes back as it comes, event by event, never collected first. Both eras: a fixture's
 //! answer to a 2026-07-28 request is marked as that revision marks results.
 
 use clap::Parser;
@@ -42,6 +44,7 @@ use mcp_workbook::http::{self, Config, Request, Response};
 use mcp_workbook::replay;
 use mcp_workbook::transcript::HttpRequest;
 use serde_json::{Map, Value, json};
+use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 
 #[derive(Parser)]
@@ -89,6 +92,12 @@ const PROMPT_STAND_INS: &[PromptStandIn] = &[
     PromptStandIn { suite: "test_prompt_with_embedded_resource", chapter: "explain_pay_rules", arguments: &[] },
     PromptStandIn { suite: "test_prompt_with_image", chapter: "write_alt_text", arguments: &[] },
 ];
+
+/// The suite's tools that chapter 14's `run_payroll` stands in for: it takes no
+/// arguments, logs at least three messages from `info` up, and reports progress three
+/// times, increasing, as the suite asks of its fixtures.
+const TOOL_STAND_INS: &[(&str, &str)] =
+    &[("test_tool_with_logging", "run_payroll"), ("test_tool_with_progress", "run_payroll")];
 
 /// The fixture template, which no chapter stands in for: its contents must repeat the
 /// id of any URI, and the chapters' orders exist or do not.
@@ -179,6 +188,13 @@ fn stand_in(request: &Request, message: &Message) -> HttpRequest {
             params["arguments"] = Value::Object(renamed_arguments(prompt, &params["arguments"]));
             prompt.chapter
         }
+        "tools/call" => {
+            let Some((_, tool)) = TOOL_STAND_INS.iter().find(|(suite, _)| params["name"] == *suite) else {
+                return sent;
+            };
+            params["name"] = json!(tool);
+            *tool
+        }
         "completion/complete" => {
             let Some(prompt) = PROMPT_STAND_INS.iter().find(|p| params["ref"]["name"] == p.suite) else {
                 return sent;
@@ -216,11 +232,70 @@ fn renamed_arguments(prompt: &PromptStandIn, arguments: &Value) -> Map<String, V
         .collect()
 }
 
-/// Send the request to the chapter, and bring its response back.
+/// Send the request to the chapter, and bring its response back: an event stream as it
+/// comes, each chunk passed on when it arrives (a server may wait, mid-stream, for its
+/// client), anything else whole.
 fn forward(chapter: SocketAddr, sent: &HttpRequest) -> std::io::Result<Response> {
-    let answer = replay::send(chapter, sent)?;
+    let mut upstream = BufReader::new(replay::open(chapter, sent)?);
+    let mut head = Vec::new();
+    // The head, up to its empty line (a `100 Continue` before it has one of its own).
+    loop {
+        let before = head.len();
+        if upstream.read_until(b'\n', &mut head)? == 0 {
+            break;
+        }
+        if head[before..] == *b"\r\n" {
+            if head.starts_with(b"HTTP/1.1 100") {
+                head.clear();
+                continue;
+            }
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
+    let mut lines = text.lines();
+    let status: u16 =
+        lines.next().and_then(|line| line.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_string(), value.trim().to_string()))
+        .collect();
+    let header = |name: &str| headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+    let chunked = header("Transfer-Encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    let event_stream = header("Content-Type").is_some_and(|v| v.starts_with("text/event-stream"));
+    if chunked && event_stream {
+        let mut response = Response::stream(status, "text/event-stream", move |writer| {
+            while let Some(chunk) = next_chunk(&mut upstream) {
+                if writer.send(&chunk).is_err() {
+                    return; // the client has gone: so does the connection upstream
+                }
+            }
+        });
+        let others = headers.iter().filter(|(name, _)| !name.eq_ignore_ascii_case("Content-Type"));
+        response.headers.extend(end_to_end(&others.cloned().collect::<Vec<_>>()));
+        return Ok(response);
+    }
+    let mut rest = Vec::new();
+    if let Err(error) = upstream.read_to_end(&mut rest)
+        && rest.is_empty()
+        && head.is_empty()
+    {
+        return Err(error);
+    }
+    let answer = replay::parse_response(&[head, rest].concat())?;
     Ok(Response { headers: end_to_end(&answer.headers), ..Response::empty(answer.status) }
         .with_body(answer.body.into_bytes()))
+}
+
+/// The next chunk of a chunked body, `None` at its end (or when it breaks off).
+fn next_chunk(upstream: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut line = String::new();
+    upstream.read_line(&mut line).ok()?;
+    let size = usize::from_str_radix(line.trim().split(';').next()?, 16).ok().filter(|size| *size > 0)?;
+    let mut chunk = vec![0; size + 2]; // the chunk and its CRLF
+    upstream.read_exact(&mut chunk).ok()?;
+    chunk.truncate(size);
+    Some(chunk)
 }
 
 /// The headers that belong to the message, not to one connection: `send` and the base

@@ -34,6 +34,11 @@ CATALOG (`--catalog FILE`, a JSON object; each part runs only with its flag):
                      prompt not named is got with none                [--prompts]
   "completions"      [{"ref": {...}, "argument": name, "value": typed, "values": [...]}]:
                      each must answer exactly those values             [--completions]
+With `--stream NAME` the tool NAME is called once more with a progress callback, and
+log messages are asked for (from `info` up: in 2026-07-28 per request, the client's
+`log_level`); it must send at least two progress notifications, each larger than the
+last, and at least one log message, before its result (chapter 14).
+
 With --resources every listed resource is read too, and must answer contents with
 text or a blob; the template list must not be empty. With --prompts every listed
 prompt is got, and must answer at least one message.
@@ -105,6 +110,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--resources", action="store_true", help="list the resources and templates, read each")
     p.add_argument("--prompts", action="store_true", help="list the prompts, get each")
     p.add_argument("--completions", action="store_true", help="ask for the completions in the catalog")
+    p.add_argument(
+        "--stream",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="call this tool with a progress callback: it must report progress and log messages (repeatable)",
+    )
     ns = p.parse_args(argv)
     if ns.stdio is not None and not ns.stdio:
         p.error("--stdio needs a command")
@@ -186,8 +198,15 @@ async def run(ns: argparse.Namespace) -> int:
         target = "stdio:" + " ".join(ns.stdio)
 
     failures = 0
+    logs: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params)
+
     try:
-        async with Client(server, mode=ns.mode, read_timeout_seconds=ns.timeout) as client:
+        async with Client(
+            server, mode=ns.mode, read_timeout_seconds=ns.timeout, logging_callback=on_log, log_level="info"
+        ) as client:
             info = client.server_info
             who = f"{info.name} {info.version}" if info else "(no serverInfo)"
             tools = []
@@ -233,6 +252,8 @@ async def run(ns: argparse.Namespace) -> int:
                     print(f"FAIL {tool.name} {json.dumps(args)}: {why}: {summarize(result)}")
                     failures += 1
 
+            for name in ns.stream:
+                failures += await check_stream(client, name, logs)
             modern = client.protocol_version == "2026-07-28"
             if ns.resources:
                 failures += await check_resources(client, catalog, modern)
@@ -245,6 +266,26 @@ async def run(ns: argparse.Namespace) -> int:
         return 2
     print(f"{'FAILED' if failures else 'OK'}: {failures} failure(s)")
     return 1 if failures else 0
+
+
+async def check_stream(client: Any, name: str, logs: list[Any]) -> int:
+    """Call NAME with a progress callback: progress must come, increasing, and log messages."""
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    before = len(logs)
+    try:
+        result = await client.call_tool(name, {}, progress_callback=on_progress)
+    except Exception as exc:
+        print(f"FAIL stream {name}: {one_line(exc)}")
+        return 1
+    logged = [getattr(entry, "level", "?") for entry in logs[before:]]
+    increasing = all(a < b for a, b in zip(progress, progress[1:]))
+    fine = len(progress) >= 2 and increasing and bool(logged) and not result.is_error
+    print(f"{'ok  ' if fine else 'FAIL'} stream {name}: progress={progress} logs={logged} {summarize(result)}")
+    return 0 if fine else 1
 
 
 async def all_pages(list_page: Any, field: str) -> list[Any]:
