@@ -20,6 +20,9 @@ use mcp_workbook::chapters::{self, CHAPTERS, Chapter};
 use mcp_workbook::check;
 use mcp_workbook::transcript::{self, Transcript};
 
+#[macro_use]
+mod common;
+
 fn transcript_of(chapter: &Chapter) -> Transcript {
     let path = chapter.transcript_path();
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -189,22 +192,7 @@ macro_rules! exercise_tests {
     };
 }
 
-exercise_tests! {
-    ch01_envelope => "ch01-envelope",
-    ch02_handshake => "ch02-handshake",
-    ch03_tools_list => "ch03-tools-list",
-    ch04_tools_call => "ch04-tools-call",
-    ch05_errors => "ch05-errors",
-    ch06_structured_output => "ch06-structured-output",
-    ch07_hardening => "ch07-hardening",
-    ch08_stateless => "ch08-stateless",
-    ch09_stdio => "ch09-stdio",
-    ch10_starter => "ch10-starter",
-    ch11_resources => "ch11-resources",
-    ch12_prompts => "ch12-prompts",
-    ch13_completion => "ch13-completion",
-    ch14_streaming => "ch14-streaming",
-}
+every_chapter!(exercise_tests);
 
 /// The check prints a hint for every exchange a learner gets wrong.
 #[test]

@@ -7,6 +7,9 @@ use mcp_workbook::chapters::{self, CHAPTERS};
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::transcript;
 
+#[macro_use]
+mod common;
+
 /// Replay every exchange: the HTTP ones against `binary` started with the
 /// transcript's flags on port 0, each stdio one against a fresh `binary ... --stdio`.
 fn replay_chapter(name: &str, binary: &str) {
@@ -56,22 +59,7 @@ macro_rules! chapter_tests {
     };
 }
 
-chapter_tests! {
-    ch01_envelope => "ch01-envelope",
-    ch02_handshake => "ch02-handshake",
-    ch03_tools_list => "ch03-tools-list",
-    ch04_tools_call => "ch04-tools-call",
-    ch05_errors => "ch05-errors",
-    ch06_structured_output => "ch06-structured-output",
-    ch07_hardening => "ch07-hardening",
-    ch08_stateless => "ch08-stateless",
-    ch09_stdio => "ch09-stdio",
-    ch10_starter => "ch10-starter",
-    ch11_resources => "ch11-resources",
-    ch12_prompts => "ch12-prompts",
-    ch13_completion => "ch13-completion",
-    ch14_streaming => "ch14-streaming",
-}
+every_chapter!(chapter_tests);
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
 #[test]

@@ -37,6 +37,9 @@ use mcp_workbook::chapters::{self, CHAPTERS, Chapter};
 use mcp_workbook::check::{self, Checked, Target};
 use mcp_workbook::transcript::{self, Transcript};
 
+#[macro_use]
+mod common;
+
 /// The flag that chooses a wrong solution in a chapter's binary.
 const FLAG: &str = "--wrong-solution=";
 
@@ -558,22 +561,7 @@ macro_rules! wrong_solution_tests {
     };
 }
 
-wrong_solution_tests! {
-    ch01_envelope => "ch01-envelope",
-    ch02_handshake => "ch02-handshake",
-    ch03_tools_list => "ch03-tools-list",
-    ch04_tools_call => "ch04-tools-call",
-    ch05_errors => "ch05-errors",
-    ch06_structured_output => "ch06-structured-output",
-    ch07_hardening => "ch07-hardening",
-    ch08_stateless => "ch08-stateless",
-    ch09_stdio => "ch09-stdio",
-    ch10_starter => "ch10-starter",
-    ch11_resources => "ch11-resources",
-    ch12_prompts => "ch12-prompts",
-    ch13_completion => "ch13-completion",
-    ch14_streaming => "ch14-streaming",
-}
+every_chapter!(wrong_solution_tests);
 
 #[test]
 fn the_patcher_and_the_function_finder() {

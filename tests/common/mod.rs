@@ -1,0 +1,29 @@
+//! What several test files share. Each file under `tests/` is a crate of its own, so
+//! they include this module with `#[macro_use] mod common;`.
+
+/// `every_chapter!(then)` expands to `then! { ch01_envelope => "ch01-envelope", ... }`:
+/// every chapter as a test name and its binary's name, the one list the per-chapter
+/// tests (transcripts, exercises, wrong solutions) are generated from. A `#[test]`
+/// per chapter, not one loop, so that a failure names its chapter. Each caller also
+/// checks this list against `chapters::CHAPTERS`, so a chapter added there and not
+/// here fails every one of them.
+macro_rules! every_chapter {
+    ($then:ident) => {
+        $then! {
+            ch01_envelope => "ch01-envelope",
+            ch02_handshake => "ch02-handshake",
+            ch03_tools_list => "ch03-tools-list",
+            ch04_tools_call => "ch04-tools-call",
+            ch05_errors => "ch05-errors",
+            ch06_structured_output => "ch06-structured-output",
+            ch07_hardening => "ch07-hardening",
+            ch08_stateless => "ch08-stateless",
+            ch09_stdio => "ch09-stdio",
+            ch10_starter => "ch10-starter",
+            ch11_resources => "ch11-resources",
+            ch12_prompts => "ch12-prompts",
+            ch13_completion => "ch13-completion",
+            ch14_streaming => "ch14-streaming",
+        }
+    };
+}
