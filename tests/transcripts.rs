@@ -71,6 +71,7 @@ chapter_tests! {
     ch12_prompts => "ch12-prompts",
     ch13_completion => "ch13-completion",
     ch14_streaming => "ch14-streaming",
+    ch16_input_required => "ch16-input-required",
 }
 
 /// Every folder under `chapters/` is a listed chapter, and the other way round.
