@@ -204,6 +204,7 @@ exercise_tests! {
     ch12_prompts => "ch12-prompts",
     ch13_completion => "ch13-completion",
     ch14_streaming => "ch14-streaming",
+    ch16_input_required => "ch16-input-required",
 }
 
 /// The check prints a hint for every exchange a learner gets wrong.
