@@ -228,9 +228,11 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                 "inputSchema": { "type": "object", "additionalProperties": false },
             }),
             // In 2026-07-28 the call goes through INPUT REQUIRED before it gets here.
-            run: Run::Quick(|_| ToolResult::error(
-                "approve_payroll asks the user through input_required, which needs protocol revision 2026-07-28.",
-            )),
+            run: Run::Quick(|_| {
+                ToolResult::error(
+                    "approve_payroll asks the user through input_required, which needs protocol revision 2026-07-28.",
+                )
+            }),
         },
         // ANCHOR_END: approve_payroll_definition
     ];
@@ -1450,7 +1452,9 @@ fn call_asking(params: Option<&Value>) -> Result<Value, RpcError> {
     if !can_elicit {
         return Err(RpcError {
             code: -32021,
-            message: format!("{APPROVE_PAYROLL} asks the user for approval: the client must declare the elicitation capability"),
+            message: format!(
+                "{APPROVE_PAYROLL} asks the user for approval: the client must declare the elicitation capability"
+            ),
             data: Some(json!({ "requiredCapabilities": { "elicitation": {} } })),
         });
     }
@@ -1536,7 +1540,6 @@ fn now_secs() -> u64 {
     })
 }
 // ANCHOR_END: input_required
-
 
 // ---------------------------------------------------------------------------
 // JSON-RPC layer: the envelope every message travels in.

@@ -218,9 +218,11 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                 "inputSchema": { "type": "object", "additionalProperties": false },
             }),
             // In 2026-07-28 the call goes through INPUT REQUIRED before it gets here.
-            run: Run::Quick(|_| ToolResult::error(
-                "approve_payroll asks the user through input_required, which needs protocol revision 2026-07-28.",
-            )),
+            run: Run::Quick(|_| {
+                ToolResult::error(
+                    "approve_payroll asks the user through input_required, which needs protocol revision 2026-07-28.",
+                )
+            }),
         },
         // ANCHOR_END: approve_payroll_definition
     ];
@@ -1440,7 +1442,9 @@ fn call_asking(params: Option<&Value>) -> Result<Value, RpcError> {
     if !can_elicit {
         return Err(RpcError {
             code: -32021,
-            message: format!("{APPROVE_PAYROLL} asks the user for approval: the client must declare the elicitation capability"),
+            message: format!(
+                "{APPROVE_PAYROLL} asks the user for approval: the client must declare the elicitation capability"
+            ),
             data: Some(json!({ "requiredCapabilities": { "elicitation": {} } })),
         });
     }
@@ -1489,7 +1493,8 @@ fn sign_state(tool: &str, expires: u64) -> String {
 
 /// Check a state that came back: size, shape, tag, tool, expiry, in that order.
 fn verify_state(state: &str, tool: &str, now: u64) -> Result<(), RpcError> {
-    let refuse = |why: &str| Err(RpcError::invalid_params(&format!("`requestState` {why}; call the tool again without it")));
+    let refuse =
+        |why: &str| Err(RpcError::invalid_params(&format!("`requestState` {why}; call the tool again without it")));
     if state.len() > MAX_STATE_BYTES {
         return refuse("is too long");
     }
@@ -1543,7 +1548,6 @@ fn now_secs() -> u64 {
     })
 }
 // ANCHOR_END: input_required
-
 
 // ---------------------------------------------------------------------------
 // JSON-RPC layer: the envelope every message travels in.
