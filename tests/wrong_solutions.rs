@@ -573,6 +573,7 @@ wrong_solution_tests! {
     ch12_prompts => "ch12-prompts",
     ch13_completion => "ch13-completion",
     ch14_streaming => "ch14-streaming",
+    ch16_input_required => "ch16-input-required",
 }
 
 #[test]
