@@ -29,6 +29,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 12, name: "ch12-prompts", title: "Prompts" },
     Chapter { number: 13, name: "ch13-completion", title: "Completion" },
     Chapter { number: 14, name: "ch14-streaming", title: "Streaming a call" },
+    Chapter { number: 15, name: "ch15-input-required", title: "input_required: asking the client (2026-07-28)" },
 ];
 
 impl Chapter {

@@ -24,6 +24,7 @@ macro_rules! every_chapter {
             ch12_prompts => "ch12-prompts",
             ch13_completion => "ch13-completion",
             ch14_streaming => "ch14-streaming",
+            ch15_input_required => "ch15-input-required",
         }
     };
 }
