@@ -779,10 +779,11 @@ struct Args {
     /// holds a thread, and over HTTP a connection, until it ends or `MAX_CALL_TIME`.
     #[arg(long, value_name = "N", default_value_t = 16)]
     max_running_calls: usize,
-    /// The secret that signs `requestState` (chapter 15). Every instance behind one
-    /// load balancer needs the same one; without it, one is drawn at random.
-    #[arg(long, value_name = "SECRET")]
-    state_key: Option<String>,
+    /// The secret that signs `requestState` (chapter 15): 32 hex digits, 128 bits.
+    /// Every instance behind one load balancer needs the same one; without it, one is
+    /// drawn at random.
+    #[arg(long, value_name = "HEX", value_parser = parse_state_key)]
+    state_key: Option<[u8; 16]>,
     /// For tests: the clock `requestState` expiry reads, in seconds since 1970.
     #[arg(long, value_name = "SECS", hide = true)]
     fixed_clock: Option<u64>,
@@ -810,7 +811,7 @@ struct Catalog {
 
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    if let Some(key) = args.state_key.clone() {
+    if let Some(key) = args.state_key {
         STATE_KEY.set(key).expect("set once, before any request");
     }
     if let Some(secs) = args.fixed_clock {
@@ -1510,27 +1511,90 @@ fn verify_state(state: &str, tool: &str, now: u64) -> Result<(), RpcError> {
 /// The secret the tags are made with: `--state-key`, or one drawn at random when the
 /// server starts (then a restart refuses every state issued before it, and the client
 /// starts the call over). Servers behind one load balancer share one key.
-static STATE_KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+static STATE_KEY: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
 /// `--fixed-clock`: the seconds `now_secs` answers, so a transcript's states are exact.
 static FIXED_CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 
-/// A 64-bit tag: std's SipHash over the secret key, then the body. Without the key a
-/// client cannot compute it, and any change to the body changes it.
+/// The tag: SipHash-2-4 of the body under the secret key, a 64-bit MAC. Without the
+/// key a client cannot compute it, and any change to the body changes it.
 fn state_tag(body: &str) -> String {
-    use std::hash::Hasher;
     let key = STATE_KEY.get_or_init(random_key);
-    let mut hasher = std::hash::DefaultHasher::new();
-    hasher.write(key.as_bytes());
-    hasher.write_u8(0);
-    hasher.write(body.as_bytes());
-    format!("{:016x}", hasher.finish())
+    format!("{:016x}", siphash_2_4(key, body.as_bytes()))
+}
+
+/// SipHash-2-4 (Aumasson and Bernstein, 2012), a keyed hash made to be a MAC for short
+/// messages. Written out rather than taken from std: std's `DefaultHasher` is SipHash
+/// today, but its algorithm is unspecified and may change with a Rust release, and a
+/// tag must mean the same to every build of the server behind one load balancer.
+fn siphash_2_4(key: &[u8; 16], message: &[u8]) -> u64 {
+    fn round(v: &mut [u64; 4]) {
+        v[0] = v[0].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(13) ^ v[0];
+        v[0] = v[0].rotate_left(32);
+        v[2] = v[2].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(16) ^ v[2];
+        v[0] = v[0].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(21) ^ v[0];
+        v[2] = v[2].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(17) ^ v[2];
+        v[2] = v[2].rotate_left(32);
+    }
+    let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    let (k0, k1) = (word(&key[..8]), word(&key[8..]));
+    let mut v = [
+        k0 ^ 0x736f_6d65_7073_6575,
+        k1 ^ 0x646f_7261_6e64_6f6d,
+        k0 ^ 0x6c79_6765_6e65_7261,
+        k1 ^ 0x7465_6462_7974_6573,
+    ];
+    let mut absorb = |m: u64| {
+        v[3] ^= m;
+        round(&mut v);
+        round(&mut v);
+        v[0] ^= m;
+    };
+    let blocks = message.chunks_exact(8);
+    let tail = blocks.remainder();
+    blocks.for_each(|block| absorb(word(block)));
+    // The last word: the leftover bytes, and the length's low byte on top.
+    let mut last = [0u8; 8];
+    last[..tail.len()].copy_from_slice(tail);
+    last[7] = message.len() as u8;
+    absorb(u64::from_le_bytes(last));
+    v[2] ^= 0xff;
+    (0..4).for_each(|_| round(&mut v));
+    v[0] ^ v[1] ^ v[2] ^ v[3]
+}
+
+/// The paper's test vectors (its appendix A: key 00 01 .. 0f; the empty message, and
+/// 00 01 .. 0e): what is written above is SipHash-2-4, not a look-alike.
+#[test]
+fn siphash_matches_the_paper() {
+    let key: [u8; 16] = std::array::from_fn(|i| i as u8);
+    let message: Vec<u8> = (0..15).collect();
+    assert_eq!(siphash_2_4(&key, b""), 0x726f_db47_dd0e_0e31);
+    assert_eq!(siphash_2_4(&key, &message), 0xa129_ca61_49be_45e5);
+}
+
+/// `--state-key`: 32 hex digits, the 16 bytes of a SipHash key.
+fn parse_state_key(hex: &str) -> Result<[u8; 16], String> {
+    let digits = |i: usize| hex.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok());
+    let mut key = [0u8; 16];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = digits(2 * i).filter(|_| hex.len() == 32).ok_or("want 32 hex digits (128 bits)")?;
+    }
+    Ok(key)
 }
 
 /// A key nobody can guess: std seeds every `RandomState` from the operating system.
-fn random_key() -> String {
+fn random_key() -> [u8; 16] {
     use std::hash::BuildHasher;
     let random = std::collections::hash_map::RandomState::new();
-    format!("{:016x}{:016x}", random.hash_one(1u8), random.hash_one(2u8))
+    let (high, low) = (random.hash_one(1u8), random.hash_one(2u8));
+    let mut key = [0u8; 16];
+    key[..8].copy_from_slice(&high.to_le_bytes());
+    key[8..].copy_from_slice(&low.to_le_bytes());
+    key
 }
 
 /// Seconds since 1970, for expiry.
