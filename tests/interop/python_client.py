@@ -39,6 +39,13 @@ log messages are asked for (from `info` up: in 2026-07-28 per request, the clien
 `log_level`); it must send at least two progress notifications, each larger than the
 last, and at least one log message, before its result (chapter 14).
 
+With `--ask NAME=JSON` the tool NAME asks the user before it acts (chapter 15:
+elicitation, by `input_required` in 2026-07-28): the client declares the elicitation
+capability, and NAME is called twice instead of once, its question answered first
+`accept` with JSON as the form's content, then `decline`. Each call must ask exactly
+once and end in a result without isError, and the two results must differ: the
+answer, not the call, decides what the tool did.
+
 With --resources every listed resource is read too, and must answer contents with
 text or a blob; the template list must not be empty. With --prompts every listed
 prompt is got, and must answer at least one message.
@@ -57,6 +64,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import ElicitResult
 
 MODES = ("legacy", "auto", "2026-07-28")
 
@@ -111,6 +119,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--prompts", action="store_true", help="list the prompts, get each")
     p.add_argument("--completions", action="store_true", help="ask for the completions in the catalog")
     p.add_argument(
+        "--ask",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="this tool asks the user: answer accept with JSON as content, then decline (repeatable)",
+    )
+    p.add_argument(
         "--stream",
         action="append",
         default=[],
@@ -123,6 +138,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if ns.stdio is not None and ns.header:
         p.error("--header applies to --url only")
     return ns
+
+
+def load_asks(ns: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """`--ask NAME=JSON`: the tools that ask the user, and the form content to accept with."""
+    asks: dict[str, dict[str, Any]] = {}
+    for item in ns.ask:
+        name, sep, raw = item.partition("=")
+        if not sep or not isinstance(json.loads(raw), dict):
+            raise SystemExit(f"--ask wants NAME=JSON with a JSON object, got {item!r}")
+        asks[name] = json.loads(raw)
+    return asks
 
 
 def load_arguments(ns: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -175,6 +201,7 @@ def one_line(exc: BaseException) -> str:
 
 async def run(ns: argparse.Namespace) -> int:
     arguments = load_arguments(ns)
+    asks = load_asks(ns)
     expect_error = set(ns.expect_error)
     catalog: dict[str, Any] = {}
     if ns.catalog:
@@ -203,9 +230,16 @@ async def run(ns: argparse.Namespace) -> int:
     async def on_log(params: Any) -> None:
         logs.append(params)
 
+    # The user, for the tools that ask: what check_ask sets, and each question asked.
+    user = Answers()
     try:
         async with Client(
-            server, mode=ns.mode, read_timeout_seconds=ns.timeout, logging_callback=on_log, log_level="info"
+            server,
+            mode=ns.mode,
+            read_timeout_seconds=ns.timeout,
+            logging_callback=on_log,
+            log_level="info",
+            elicitation_callback=user.answer if asks else None,
         ) as client:
             info = client.server_info
             who = f"{info.name} {info.version}" if info else "(no serverInfo)"
@@ -229,12 +263,15 @@ async def run(ns: argparse.Namespace) -> int:
             for name in sorted(expect_error - listed):
                 print(f"FAIL {name}: named in --expect-error but not listed by the server")
                 failures += 1
+            for name in sorted(set(asks) - listed):
+                print(f"FAIL {name}: named in --ask but not listed by the server")
+                failures += 1
             for name in sorted(set(ns.only) - listed):
                 print(f"FAIL {name}: named in --only but not listed by the server")
                 failures += 1
 
             for tool in tools:
-                if ns.only and tool.name not in ns.only:
+                if (ns.only and tool.name not in ns.only) or tool.name in asks:
                     continue
                 args = arguments.get(tool.name, {})
                 try:
@@ -252,6 +289,9 @@ async def run(ns: argparse.Namespace) -> int:
                     print(f"FAIL {tool.name} {json.dumps(args)}: {why}: {summarize(result)}")
                     failures += 1
 
+            for name, content in asks.items():
+                if name in listed:
+                    failures += await check_ask(client, name, arguments.get(name, {}), content, user)
             for name in ns.stream:
                 failures += await check_stream(client, name, logs)
             modern = client.protocol_version == "2026-07-28"
@@ -266,6 +306,40 @@ async def run(ns: argparse.Namespace) -> int:
         return 2
     print(f"{'FAILED' if failures else 'OK'}: {failures} failure(s)")
     return 1 if failures else 0
+
+
+class Answers:
+    """The user at the keyboard: answers every question with `action` (and `content`)."""
+
+    def __init__(self) -> None:
+        self.action = "decline"
+        self.content: dict[str, Any] | None = None
+        self.questions: list[str] = []
+
+    async def answer(self, context: Any, params: Any) -> Any:
+        self.questions.append(params.message)
+        return ElicitResult(action=self.action, content=self.content if self.action == "accept" else None)
+
+
+async def check_ask(client: Any, name: str, args: dict[str, Any], content: dict[str, Any], user: Answers) -> int:
+    """Call NAME answering its question accept (with CONTENT), then decline."""
+    results = {}
+    for action in ("accept", "decline"):
+        user.action, user.content, user.questions = action, content, []
+        try:
+            result = await client.call_tool(name, args)
+        except Exception as exc:
+            print(f"FAIL ask {name} ({action}): {one_line(exc)}")
+            return 1
+        fine = len(user.questions) == 1 and not result.is_error
+        print(f"{'ok  ' if fine else 'FAIL'} ask {name} ({action}): asked {user.questions} {summarize(result)}")
+        if not fine:
+            return 1
+        results[action] = summarize(result)
+    if results["accept"] == results["decline"]:
+        print(f"FAIL ask {name}: the same result whether the user accepted or declined")
+        return 1
+    return 0
 
 
 async def check_stream(client: Any, name: str, logs: list[Any]) -> int:
