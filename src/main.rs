@@ -8,6 +8,7 @@
 //! cargo run -- check 3 --url U        the same against a server you started yourself
 //! cargo run -- bless 3                rewrite chapter 3's transcript from what it answers now
 //! cargo run -- starter DIR            write the starter (chapter 10) as a new crate in DIR
+//! cargo run -- starter --full DIR     the same from the last chapter: the whole protocol
 //! ```
 //!
 //! `check` exits 0 when every exchange matches, 1 when some do not, 2 when it could
@@ -62,6 +63,10 @@ enum Action {
         /// The crate's (and its binary's) name. Default: the folder's name.
         #[arg(long)]
         name: Option<String>,
+        /// Write the full starter instead: the last chapter, with resources, prompts,
+        /// completion, streamed calls and a tool that asks the user, next to the tools.
+        #[arg(long)]
+        full: bool,
     },
 }
 
@@ -83,7 +88,9 @@ fn main() -> ExitCode {
             with_chapter(&chapter).and_then(|c| check(c, &target))
         }
         Action::Bless { chapter } => with_chapter(&chapter).and_then(bless),
-        Action::Starter { dir, name } => write_starter(&dir, name.as_deref()),
+        Action::Starter { dir, name, full } => {
+            write_starter(&dir, name.as_deref(), if full { starter::full_chapter() } else { starter::CHAPTER })
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -205,15 +212,21 @@ fn bless(chapter: &Chapter) -> Result<bool, String> {
     Ok(true)
 }
 
-fn write_starter(dir: &Path, name: Option<&str>) -> Result<bool, String> {
-    let name = starter::write(dir, name)?;
-    println!("wrote the starter crate {name:?} to {}", dir.display());
+fn write_starter(dir: &Path, name: Option<&str>, chapter: &str) -> Result<bool, String> {
+    let name = starter::write(dir, name, chapter)?;
+    println!("wrote the starter crate {name:?} to {} (from {chapter})", dir.display());
     println!("  Cargo.toml  Cargo.lock  src/main.rs  src/http.rs  .gitignore\n");
     println!("next:");
     println!("  cd {}", dir.display());
     println!("  cargo run                  # serves http://127.0.0.1:8080/mcp");
     println!("  cargo run -- --help        # every flag");
     println!("  cargo run -- --stdio       # over stdin/stdout, as Claude Desktop starts it");
-    println!("your tools go in src/main.rs, under `YOUR TOOLS`; the book's chapter 10 adds one step by step.");
+    if chapter == starter::CHAPTER {
+        println!("your tools go in src/main.rs, under `YOUR TOOLS`; the book's chapter 10 adds one step by step.");
+    } else {
+        println!(
+            "your tools, resources and prompts go in src/main.rs, under `YOUR TOOLS`, `YOUR RESOURCES`, `YOUR PROMPTS`."
+        );
+    }
     Ok(true)
 }

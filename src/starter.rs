@@ -1,4 +1,6 @@
-//! `workbook starter DIR`: chapter 10 written out as a crate of your own.
+//! `workbook starter DIR`: chapter 10 written out as a crate of your own; with `--full`,
+//! the last chapter, which has the whole protocol the book teaches (resources, prompts,
+//! completion, streamed calls, asking the user).
 //!
 //! The new crate holds five files and depends on the workbook's four crates only:
 //!
@@ -6,22 +8,28 @@
 //! |---|---|
 //! | `Cargo.toml` | the workbook's `edition`, `rust-version` and `[dependencies]` lines, as they stand |
 //! | `Cargo.lock` | the workbook's, so the copy builds with the versions already in the local cargo cache |
-//! | `src/main.rs` | `chapters/ch10-starter/main.rs`, its one line `use mcp_workbook::http;` now `mod http;` |
+//! | `src/main.rs` | `chapters/ch10-starter/main.rs` (or the last chapter's), its one line `use mcp_workbook::http;` now `mod http;` |
 //! | `src/http.rs` | the workbook's `src/http.rs` (std and `tiny_http` only) |
 //! | `.gitignore` | `/target` |
 //!
 //! Both Rust files lose their `// ANCHOR:` lines: they mark what the book shows and
 //! mean nothing in your crate. Nothing else changes, so what you copy is what the
-//! tests replayed (`tests/starter_copy.rs` builds a copy and replays chapter 10's
-//! transcript against it).
+//! tests replayed (`tests/starter_copy.rs` builds both copies and replays each
+//! chapter's transcript against its copy).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::chapters::workbook_root;
+use crate::chapters::{CHAPTERS, workbook_root};
 
 /// The chapter the starter is made from.
 pub const CHAPTER: &str = "ch10-starter";
+
+/// The chapter the full starter (`--full`) is made from: the last one, every piece of
+/// the protocol the book has taught.
+pub fn full_chapter() -> &'static str {
+    CHAPTERS.last().expect("the workbook has chapters").name
+}
 
 /// The line of chapter 10 that reaches into the workbook, and what it becomes.
 pub const IMPORT_IN_WORKBOOK: &str = "use mcp_workbook::http;";
@@ -37,23 +45,24 @@ pub struct File {
     pub contents: String,
 }
 
-/// Every file of the starter crate called `name`, read from the workbook.
-pub fn files(name: &str) -> Result<Vec<File>, String> {
+/// Every file of the starter crate called `name`, made from `chapter`, read from the
+/// workbook.
+pub fn files(name: &str, chapter: &str) -> Result<Vec<File>, String> {
     let root = workbook_root();
     let read = |path: &str| fs::read_to_string(root.join(path)).map_err(|e| format!("cannot read {path}: {e}"));
     let manifest = read("Cargo.toml")?;
     Ok(vec![
         File { path: "Cargo.toml", contents: manifest_for(name, &manifest)? },
         File { path: "Cargo.lock", contents: read("Cargo.lock")? },
-        File { path: "src/main.rs", contents: main_for_copy(&read(&format!("chapters/{CHAPTER}/main.rs"))?)? },
+        File { path: "src/main.rs", contents: main_for_copy(chapter, &read(&format!("chapters/{chapter}/main.rs"))?)? },
         File { path: "src/http.rs", contents: without_anchors(&read("src/http.rs")?) },
         File { path: ".gitignore", contents: "/target\n".to_string() },
     ])
 }
 
-/// Write the starter crate into `dir`, which must not exist or be empty. The crate
-/// is named `name`, or after the folder. Returns the crate's name.
-pub fn write(dir: &Path, name: Option<&str>) -> Result<String, String> {
+/// Write the starter crate made from `chapter` into `dir`, which must not exist or be
+/// empty. The crate is named `name`, or after the folder. Returns the crate's name.
+pub fn write(dir: &Path, name: Option<&str>, chapter: &str) -> Result<String, String> {
     let name = match name {
         Some(name) => name.to_string(),
         None => dir
@@ -66,7 +75,7 @@ pub fn write(dir: &Path, name: Option<&str>) -> Result<String, String> {
     if dir.exists() && fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?.next().is_some() {
         return Err(format!("{} exists and is not empty: choose a new folder", dir.display()));
     }
-    for file in files(&name)? {
+    for file in files(&name, chapter)? {
         let path: PathBuf = dir.join(file.path);
         fs::create_dir_all(path.parent().expect("a file has a folder"))
             .and_then(|()| fs::write(&path, &file.contents))
@@ -89,17 +98,17 @@ fn check_name(name: &str) -> Result<(), String> {
 }
 
 // ANCHOR: rewrite
-/// Chapter 10's `main.rs` as the copy's `src/main.rs`: the one import of the
-/// workbook becomes a module of the crate's own.
-pub fn main_for_copy(chapter: &str) -> Result<String, String> {
-    let lines: Vec<&str> = chapter.lines().filter(|line| line.trim() == IMPORT_IN_WORKBOOK).collect();
+/// A chapter's `main.rs` (`source`, from the folder `chapter`) as the copy's
+/// `src/main.rs`: the one import of the workbook becomes a module of the crate's own.
+pub fn main_for_copy(chapter: &str, source: &str) -> Result<String, String> {
+    let lines: Vec<&str> = source.lines().filter(|line| line.trim() == IMPORT_IN_WORKBOOK).collect();
     if lines.len() != 1 {
-        return Err(format!("{CHAPTER}/main.rs must hold the line `{IMPORT_IN_WORKBOOK}` exactly once"));
+        return Err(format!("{chapter}/main.rs must hold the line `{IMPORT_IN_WORKBOOK}` exactly once"));
     }
-    let copy = without_anchors(chapter).replacen(IMPORT_IN_WORKBOOK, IMPORT_IN_COPY, 1);
+    let copy = without_anchors(source).replacen(IMPORT_IN_WORKBOOK, IMPORT_IN_COPY, 1);
     if let Some(line) = copy.lines().find(|line| !line.trim_start().starts_with("//") && line.contains("mcp_workbook"))
     {
-        return Err(format!("{CHAPTER}/main.rs uses the workbook beyond its HTTP base: {line:?}"));
+        return Err(format!("{chapter}/main.rs uses the workbook beyond its HTTP base: {line:?}"));
     }
     Ok(copy)
 }
@@ -185,19 +194,25 @@ clap = { version = \"4\", features = [\"derive\"] }\nserde = \"1\"\nserde_json =
         let chapter = "//! Doc.\nuse clap::Parser;\nuse mcp_workbook::http;\nuse http::{Request, Response};\n\n\
 // ANCHOR: tools\nfn tools() {}\n    // ANCHOR_END: tools\n";
         assert_eq!(
-            main_for_copy(chapter).unwrap(),
+            main_for_copy(CHAPTER, chapter).unwrap(),
             "//! Doc.\nuse clap::Parser;\nmod http;\nuse http::{Request, Response};\n\nfn tools() {}\n"
         );
-        assert!(main_for_copy("use clap::Parser;\n").is_err(), "no import to rewrite");
+        assert!(main_for_copy(CHAPTER, "use clap::Parser;\n").is_err(), "no import to rewrite");
         let twice = "use mcp_workbook::http;\nuse mcp_workbook::http;\n";
-        assert!(main_for_copy(twice).is_err());
+        assert!(main_for_copy(CHAPTER, twice).is_err());
         let more = "use mcp_workbook::http;\nuse mcp_workbook::replay;\n";
-        assert!(main_for_copy(more).unwrap_err().contains("beyond"));
+        assert!(main_for_copy(CHAPTER, more).unwrap_err().contains("beyond"));
     }
 
     #[test]
     fn the_real_chapter_and_base_make_a_starter() {
-        let files = files("my-server").unwrap();
+        for chapter in [CHAPTER, full_chapter()] {
+            the_real_chapter_makes_a_starter(chapter);
+        }
+    }
+
+    fn the_real_chapter_makes_a_starter(chapter: &str) {
+        let files = files("my-server", chapter).unwrap();
         let paths: Vec<&str> = files.iter().map(|f| f.path).collect();
         assert_eq!(paths, ["Cargo.toml", "Cargo.lock", "src/main.rs", "src/http.rs", ".gitignore"]);
         for file in &files {

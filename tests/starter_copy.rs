@@ -1,9 +1,10 @@
-//! The starter stands alone: `workbook starter DIR` writes chapter 10 as a new crate,
-//! the crate builds offline with nothing but its four dependencies (from the local
-//! cargo cache, warm because the workbook itself just built), and the binary it
-//! builds passes chapter 10's whole transcript, over HTTP and over stdio.
+//! The starters stand alone: `workbook starter DIR` writes chapter 10 as a new crate
+//! (`--full`: the last chapter), the crate builds offline with nothing but its four
+//! dependencies (from the local cargo cache, warm because the workbook itself just
+//! built), and the binary it builds passes its chapter's whole transcript, over HTTP
+//! and over stdio.
 //!
-//! The copy builds in its own target folder under the temporary folder: the
+//! The copies build in one target folder of their own under the temporary folder: the
 //! workbook's own is locked by the `cargo test` running this test. A debug build of
 //! the four crates takes some ten seconds on two cores.
 
@@ -43,12 +44,19 @@ fn run(command: &mut Command) -> (bool, String) {
 }
 
 #[test]
-fn the_starter_copied_into_a_new_crate_builds_and_passes_its_transcript() {
+fn the_starters_copied_into_new_crates_build_and_pass_their_transcripts() {
     let scratch = Scratch::new();
-    let copy = scratch.0.join("my-server");
+    copy_build_and_replay(&scratch, "my-server", &[], starter::CHAPTER);
+    copy_build_and_replay(&scratch, "my-full-server", &["--full"], starter::full_chapter());
+}
+
+/// `workbook starter FLAGS DIR` writes `name`, made from `chapter`; it builds and
+/// passes that chapter's transcript.
+fn copy_build_and_replay(scratch: &Scratch, name: &str, flags: &[&str], chapter: &str) {
+    let copy = scratch.0.join(name);
 
     // 1. The workbook writes the crate.
-    let (ok, said) = run(Command::new(env!("CARGO_BIN_EXE_workbook")).arg("starter").arg(&copy));
+    let (ok, said) = run(Command::new(env!("CARGO_BIN_EXE_workbook")).arg("starter").args(flags).arg(&copy));
     assert!(ok, "workbook starter failed:\n{said}");
     for file in ["Cargo.toml", "Cargo.lock", "src/main.rs", "src/http.rs", ".gitignore"] {
         assert!(copy.join(file).is_file(), "the copy has no {file}");
@@ -66,7 +74,7 @@ fn the_starter_copied_into_a_new_crate_builds_and_passes_its_transcript() {
         .env_remove("RUSTFLAGS"));
     assert!(ok, "the copy does not build:\n{said}");
     assert!(!said.contains("warning"), "the copy builds with warnings:\n{said}");
-    let binary = target.join("debug").join(format!("my-server{}", std::env::consts::EXE_SUFFIX));
+    let binary = target.join("debug").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
 
     // 3. Its `--help` says what every flag does.
     let (ok, help) = run(Command::new(&binary).arg("--help"));
@@ -74,8 +82,8 @@ fn the_starter_copied_into_a_new_crate_builds_and_passes_its_transcript() {
     let undocumented = undocumented_flags(&help);
     assert!(undocumented.is_empty(), "flags without a description in --help: {undocumented:?}\n{help}");
 
-    // 4. It passes chapter 10's transcript, every exchange, both transports.
-    replay_starter_transcript(&binary);
+    // 4. It passes its chapter's transcript, every exchange, both transports.
+    replay_transcript(&binary, chapter);
 }
 
 /// The options in clap's `--help` that have no description. Clap puts a description
@@ -101,8 +109,8 @@ fn undocumented_flags(help: &str) -> Vec<String> {
     undocumented
 }
 
-fn replay_starter_transcript(binary: &Path) {
-    let chapter = chapters::find(starter::CHAPTER).expect("the starter is a chapter");
+fn replay_transcript(binary: &Path, chapter: &str) {
+    let chapter = chapters::find(chapter).expect("the starter is a chapter");
     let path = chapter.transcript_path();
     let text = std::fs::read_to_string(&path).unwrap();
     let transcript = transcript::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
