@@ -1254,8 +1254,11 @@ fn answer_modern(
     }
     match dispatch_modern(method, params, catalog) {
         Ok(result) => reply(200, id, Ok(complete(method, result))),
-        // This revision gives "no such method" its own HTTP status.
+        // This revision gives two errors an HTTP status of their own: "no such
+        // method" is 404, and a missing client capability MUST be 400 (schema.ts,
+        // `MissingRequiredClientCapabilityError`).
         Err(error) if error.code == -32601 => reply(404, id, Err(error)),
+        Err(error) if error.code == MISSING_CLIENT_CAPABILITY => reply(400, id, Err(error)),
         Err(error) => reply(200, id, Err(error)),
     }
 }
@@ -1438,6 +1441,9 @@ const MAX_STATE_BYTES: usize = 256;
 /// How long a client may take to answer: after that the state is refused.
 const STATE_TTL_SECS: u64 = 600;
 
+/// 2026-07-28's code for "this request needs a client capability you did not declare".
+const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+
 /// Does this modern `tools/call` go through the asking path?
 fn asks_client(params: Option<&Value>) -> bool {
     params.and_then(|p| p.get("name")).and_then(Value::as_str) == Some(APPROVE_PAYROLL)
@@ -1452,7 +1458,7 @@ fn call_asking(params: Option<&Value>) -> Result<Value, RpcError> {
         .is_some_and(|capabilities| capabilities.get("elicitation").is_some_and(Value::is_object));
     if !can_elicit {
         return Err(RpcError {
-            code: -32021,
+            code: MISSING_CLIENT_CAPABILITY,
             message: format!(
                 "{APPROVE_PAYROLL} asks the user for approval: the client must declare the elicitation capability"
             ),
