@@ -19,18 +19,24 @@
 //! chapters have a stand-in of their own names the stand-in instead (`STAND_INS`:
 //! `test://static-text` is read as `docs://pay-rules`, `test_prompt_with_arguments` is
 //! got as `reply_to_customer`, its `arg1` as `orderId`, `test_tool_with_progress` and
-//! `test_tool_with_logging` are called as chapter 14's `run_payroll`). The chapter's answer to it goes
-//! back unchanged, so the suite's checks of a text resource, a binary one, prompts with
-//! arguments, embedded resources and images, and completion measure the chapter's own
-//! code. A chapter that has no stand-in yet answers "method not found", and fails those.
+//! `test_tool_with_logging` are called as chapter 14's `run_payroll`, the 2026-07-28
+//! tools that ask the client by elicitation as chapter 15's `approve_payroll`). The
+//! chapter's answer to it goes back unchanged, so the suite's checks of a text resource,
+//! a binary one, prompts with arguments, embedded resources and images, completion,
+//! progress, logging and `input_required` measure the chapter's own code. A chapter that
+//! has no stand-in yet answers "method not found" or "unknown tool", and fails those.
 //!
 //! Every answer goes back unchanged, except:
+//! - the question of a stand-in whose suite tool names it otherwise (`user_name` for the
+//!   chapter's `approval`): the key is renamed, the question is the chapter's;
 //! - a JSON-RPC error "method not found" to a method the suite only needs answered
 //!   (`logging/setLevel`, `completion/complete`, an empty `resources/list` or
 //!   `prompts/list`): the fixture answers, as the reference server does;
-//! - a JSON-RPC error to a call of a fixture tool, or to a read of the fixture
-//!   template (its contents must repeat any id, which no record a chapter holds does):
-//!   the fixture answers;
+//! - a JSON-RPC error to a call of a fixture tool, a get of the fixture prompt, or a
+//!   read of the fixture template (its contents must repeat any id, which no record a
+//!   chapter holds does): the fixture answers; in 2026-07-28 the tools that ask what no
+//!   chapter asks (the client's model, its roots, several questions, several rounds)
+//!   are fixtures, and one refuses a client without `sampling` (-32021, HTTP 400);
 //! - the results of `initialize`, `server/discover` and `tools/list`: the fixture
 //!   capabilities and tools are added to the chapter's.
 //!
@@ -93,11 +99,43 @@ const PROMPT_STAND_INS: &[PromptStandIn] = &[
     PromptStandIn { suite: "test_prompt_with_image", chapter: "write_alt_text", arguments: &[] },
 ];
 
-/// The suite's tools that chapter 14's `run_payroll` stands in for: it takes no
-/// arguments, logs at least three messages from `info` up, and reports progress three
-/// times, increasing, as the suite asks of its fixtures.
-const TOOL_STAND_INS: &[(&str, &str)] =
-    &[("test_tool_with_logging", "run_payroll"), ("test_tool_with_progress", "run_payroll")];
+/// A suite tool and the chapters' own tool that stands in for it: the suite's keys of
+/// `inputResponses` mapped to the chapter's (and the chapter's keys of `inputRequests`
+/// back to the suite's in the answer).
+struct ToolStandIn {
+    suite: &'static str,
+    chapter: &'static str,
+    keys: &'static [(&'static str, &'static str)],
+}
+
+/// The suite's tools the chapters have their own of.
+/// - Chapter 14's `run_payroll` takes no arguments, logs at least three messages from
+///   `info` up (none without a log level asked for), and reports progress three times,
+///   increasing, as the suite asks of its fixtures.
+/// - Chapter 15's `approve_payroll` asks its question as a 2026-07-28 result
+///   (`input_required`, never a request on the stream), signs its `requestState`, and
+///   refuses a state it did not issue: what the suite's elicitation, request-state and
+///   tampered-state tools are there to show. The suite reads the elicitation tool's
+///   question by its key, `user_name`; the chapter's key is `approval`. The answer is
+///   passed on as the suite gives it (`{"name": "Alice"}`): the chapter reads no `yes`
+///   in it, and says the payroll was not run, a complete result, all the suite checks.
+const TOOL_STAND_INS: &[ToolStandIn] = &[
+    ToolStandIn { suite: "test_tool_with_logging", chapter: "run_payroll", keys: &[] },
+    ToolStandIn { suite: "test_tool_with_progress", chapter: "run_payroll", keys: &[] },
+    ToolStandIn { suite: "test_logging_tool", chapter: "run_payroll", keys: &[] },
+    ToolStandIn {
+        suite: "test_input_required_result_elicitation",
+        chapter: "approve_payroll",
+        keys: &[("user_name", "approval")],
+    },
+    ToolStandIn { suite: "test_input_required_result_request_state", chapter: "approve_payroll", keys: &[] },
+    ToolStandIn { suite: "test_input_required_result_tampered_state", chapter: "approve_payroll", keys: &[] },
+    ToolStandIn { suite: "test_streaming_elicitation", chapter: "approve_payroll", keys: &[] },
+];
+
+fn tool_stand_in(params: &Value) -> Option<&'static ToolStandIn> {
+    TOOL_STAND_INS.iter().find(|tool| params["name"] == tool.suite)
+}
 
 /// The fixture template, which no chapter stands in for: its contents must repeat the
 /// id of any URI, and the chapters' orders exist or do not.
@@ -120,6 +158,14 @@ fn handle(chapter: SocketAddr, request: &Request) -> Response {
         match message.method.as_str() {
             "initialize" | "server/discover" => add_capabilities(result, message.modern),
             "tools/list" => add_tools(result),
+            // A stand-in's question goes back under the suite's key.
+            "tools/call" => {
+                let Some(tool) = tool_stand_in(&message.params).filter(|tool| !tool.keys.is_empty()) else {
+                    return response;
+                };
+                let Some(requests) = result["inputRequests"].as_object_mut() else { return response };
+                rename_keys(requests, tool.keys.iter().map(|(suite, chapter)| (*chapter, *suite)));
+            }
             _ => return response,
         }
         return with_body(response, 200, &answer);
@@ -132,11 +178,14 @@ fn handle(chapter: SocketAddr, request: &Request) -> Response {
         return response;
     }
     match fixture(&message, code) {
-        Some(mut result) => {
+        Some(Ok(mut result)) => {
             if message.modern {
                 mark_modern(&message.method, &mut result);
             }
             with_body(response, 200, &json!({ "jsonrpc": "2.0", "id": message.id, "result": result }))
+        }
+        Some(Err((status, error))) => {
+            with_body(response, status, &json!({ "jsonrpc": "2.0", "id": message.id, "error": error }))
         }
         None => response,
     }
@@ -189,11 +238,14 @@ fn stand_in(request: &Request, message: &Message) -> HttpRequest {
             prompt.chapter
         }
         "tools/call" => {
-            let Some((_, tool)) = TOOL_STAND_INS.iter().find(|(suite, _)| params["name"] == *suite) else {
-                return sent;
-            };
-            params["name"] = json!(tool);
-            *tool
+            let Some(tool) = tool_stand_in(&params) else { return sent };
+            params["name"] = json!(tool.chapter);
+            // The suite's answers under the chapter's keys; anything else (a null, a
+            // number, a key nobody asked) as the suite sent it.
+            if let Some(responses) = params["inputResponses"].as_object_mut() {
+                rename_keys(responses, tool.keys.iter().map(|(suite, chapter)| (*suite, *chapter)));
+            }
+            tool.chapter
         }
         "completion/complete" => {
             let Some(prompt) = PROMPT_STAND_INS.iter().find(|p| params["ref"]["name"] == p.suite) else {
@@ -221,6 +273,15 @@ fn stand_in(request: &Request, message: &Message) -> HttpRequest {
         }
     }
     sent
+}
+
+/// Each key `from` of `object` renamed `to`, in place.
+fn rename_keys<'a>(object: &mut Map<String, Value>, renames: impl Iterator<Item = (&'a str, &'a str)>) {
+    for (from, to) in renames {
+        if let Some(value) = object.remove(from) {
+            object.insert(to.to_string(), value);
+        }
+    }
 }
 
 /// The suite's arguments under the stand-in's names; the others left out.
@@ -328,26 +389,37 @@ fn add_tools(tools_list_result: &mut Value) {
     }
 }
 
+/// A fixture's answer: a result, or an HTTP status and a JSON-RPC error.
+type FixtureAnswer = Result<Value, (u16, Value)>;
+
 /// What the fixtures answer instead of the chapter's error `code`, if anything: for a
-/// method the chapter does not have (-32601), a tool it does not know (-32602), a
-/// resource it does not have (-32601, -32002, or -32602 in 2026-07-28).
-fn fixture(message: &Message, code: i64) -> Option<Value> {
+/// method the chapter does not have (-32601), a tool or prompt it does not know
+/// (-32602), a resource it does not have (-32601, -32002, or -32602 in 2026-07-28).
+fn fixture(message: &Message, code: i64) -> Option<FixtureAnswer> {
     let method_not_found = code == -32601;
-    Some(match message.method.as_str() {
+    if message.method == "tools/call" && code == -32602 {
+        return call(&message.params);
+    }
+    if message.method == "prompts/get" && [-32601, -32602].contains(&code) {
+        return prompt_asking(&message.params).map(Ok);
+    }
+    Some(Ok(match message.method.as_str() {
         // Gone from 2026-07-28, whose "method not found" (404) the suite checks for.
         "logging/setLevel" if method_not_found && !message.modern => json!({}),
         "completion/complete" if method_not_found => json!({ "completion": { "values": [] } }),
         "resources/list" if method_not_found => json!({ "resources": [] }),
         "prompts/list" if method_not_found => json!({ "prompts": [] }),
-        "tools/call" if code == -32602 => call(message.params["name"].as_str()?)?,
         "resources/read" if [-32601, -32002, -32602].contains(&code) => template_read(message.params["uri"].as_str()?)?,
         _ => return None,
-    })
+    }))
 }
 
-/// A fixture's result as 2026-07-28 marks results: complete, and the lists cacheable.
+/// A fixture's result as 2026-07-28 marks results: complete unless it asks the client
+/// (`input_required`), and the lists cacheable.
 fn mark_modern(method: &str, result: &mut Value) {
-    result["resultType"] = json!("complete");
+    if let Some(result) = result.as_object_mut() {
+        result.entry("resultType").or_insert(json!("complete"));
+    }
     if method.ends_with("/list") || method == "resources/read" {
         result["ttlMs"] = json!(0);
         result["cacheScope"] = json!("public");
@@ -367,10 +439,25 @@ fn fixture_tools() -> Vec<Value> {
         tool("test_embedded_resource", "Conformance fixture: returns an embedded text resource."),
         tool("test_multiple_content_types", "Conformance fixture: returns text, image and resource blocks."),
         tool("test_error_handling", "Conformance fixture: always fails, as a tool error (isError: true)."),
+        tool("test_input_required_result_sampling", "Conformance fixture: asks the client's model a question first."),
+        tool("test_input_required_result_list_roots", "Conformance fixture: asks the client for its roots first."),
+        tool("test_input_required_result_multiple_inputs", "Conformance fixture: asks three things at once."),
+        tool("test_input_required_result_multi_round", "Conformance fixture: asks twice, one round after the other."),
+        tool("test_input_required_result_capabilities", "Conformance fixture: asks only what the client can answer."),
+        tool("test_missing_capability", "Conformance fixture: refuses a client without the sampling capability."),
     ]
 }
 
-fn call(name: &str) -> Option<Value> {
+/// A fixture tool's answer to `tools/call`, if the name is one.
+fn call(params: &Value) -> Option<FixtureAnswer> {
+    let name = params["name"].as_str()?;
+    if let Some(answer) = call_asking(name, params) {
+        return Some(answer);
+    }
+    Some(Ok(simple_call(name)?))
+}
+
+fn simple_call(name: &str) -> Option<Value> {
     let text = json!({ "type": "text", "text": "This is a simple text response for testing." });
     let image = json!({ "type": "image", "data": PNG, "mimeType": "image/png" });
     let audio = json!({ "type": "audio", "data": WAV, "mimeType": "audio/wav" });
@@ -397,4 +484,147 @@ fn template_read(uri: &str) -> Option<Value> {
     let id = uri.strip_prefix(TEMPLATE_PREFIX)?.strip_suffix("/data")?;
     let text = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string();
     Some(json!({ "contents": [{ "uri": uri, "mimeType": "application/json", "text": text }] }))
+}
+
+// --- The 2026-07-28 fixtures that ask the client (`input_required`) -------------------
+//
+// What the reference server's tools do (the `input-required-result-*` scenarios), for
+// the questions no chapter asks: its model (`sampling/createMessage`), its roots
+// (`roots/list`), several at once, over several rounds, and only what the client said it
+// can answer. Their states are plain text, as the reference's are: the integrity of a
+// state is what the tampered-state scenario measures, and chapter 15 answers that one.
+
+/// `tools/call` of a fixture tool that asks the client; `None` for any other name.
+fn call_asking(name: &str, params: &Value) -> Option<FixtureAnswer> {
+    let state = params["requestState"].as_str();
+    Some(Ok(match name {
+        "test_input_required_result_sampling" => match answer(params, "capital_question") {
+            Some(answer) => text(&format!("Sampling result: {}", answer["content"]["text"].as_str().unwrap_or(""))),
+            None => asking(json!({ "capital_question": sample("What is the capital of France?", 100) }), None),
+        },
+        "test_input_required_result_list_roots" => match answer(params, "client_roots") {
+            Some(answer) => text(&format!("Found {} root(s)", answer["roots"].as_array().map_or(0, Vec::len))),
+            None => asking(json!({ "client_roots": roots() }), None),
+        },
+        "test_input_required_result_multiple_inputs" => {
+            let keys = ["user_name", "greeting", "client_roots"];
+            if state == Some("multiple-inputs") && keys.iter().all(|key| answer(params, key).is_some()) {
+                text("Name, greeting and roots received.")
+            } else {
+                let requests = json!({
+                    "user_name": elicit("What is your name?", "name"),
+                    "greeting": sample("Generate a greeting", 50),
+                    "client_roots": roots(),
+                });
+                asking(requests, Some("multiple-inputs"))
+            }
+        }
+        "test_input_required_result_multi_round" => multi_round(params),
+        "test_input_required_result_capabilities" => ask_what_the_client_can_answer(params),
+        "test_missing_capability" => {
+            if client_capabilities(params)["sampling"].is_object() {
+                text("Success")
+            } else {
+                let error = json!({
+                    "code": -32021,
+                    "message": "test_missing_capability needs the sampling capability",
+                    "data": { "requiredCapabilities": { "sampling": {} } },
+                });
+                // A missing client capability is 400 over HTTP (schema.ts, a MUST).
+                return Some(Err((400, error)));
+            }
+        }
+        _ => return None,
+    }))
+}
+
+/// Two questions, one per round; the state says which round and carries the first answer.
+fn multi_round(params: &Value) -> Value {
+    let state = params["requestState"].as_str().unwrap_or("");
+    if let Some(name) = state.strip_prefix("round-2:")
+        && let Some(answer) = answer(params, "step2")
+    {
+        let color = answer["content"]["color"].as_str().unwrap_or("");
+        return text(&format!("Multi-round complete for {name} who likes {color}"));
+    }
+    if state == "round-1"
+        && let Some(name) = answer(params, "step1").and_then(|answer| answer["content"]["name"].as_str())
+    {
+        let next = json!({ "step2": elicit("Step 2: What is your favorite color?", "color") });
+        return asking(next, Some(&format!("round-2:{name}")));
+    }
+    asking(json!({ "step1": elicit("Step 1: What is your name?", "name") }), Some("round-1"))
+}
+
+/// Ask by every means the client declared, and by no other; done once it answered.
+fn ask_what_the_client_can_answer(params: &Value) -> Value {
+    if let Some(responses) = params["inputResponses"].as_object().filter(|responses| !responses.is_empty()) {
+        let keys: Vec<&str> = responses.keys().map(String::as_str).collect();
+        return text(&format!("capabilities-ok: received {}", keys.join(", ")));
+    }
+    let capabilities = client_capabilities(params);
+    let mut requests = Map::new();
+    if capabilities["sampling"].is_object() {
+        requests.insert("sample_input".into(), sample("Sample request", 50));
+    }
+    if capabilities["elicitation"].is_object() {
+        requests.insert("elicit_input".into(), elicit("Sample question", "value"));
+    }
+    if capabilities["roots"].is_object() {
+        requests.insert("client_roots".into(), roots());
+    }
+    if requests.is_empty() {
+        return text("The client can answer nothing: nothing was asked.");
+    }
+    asking(Value::Object(requests), None)
+}
+
+/// `prompts/get` of the fixture prompt that asks the client first.
+fn prompt_asking(params: &Value) -> Option<Value> {
+    if params["name"] != "test_input_required_result_prompt" {
+        return None;
+    }
+    Some(match answer(params, "user_context") {
+        Some(answer) => {
+            let context = answer["content"]["context"].as_str().unwrap_or("");
+            let message = json!({ "type": "text", "text": format!("Prompt with context: {context}") });
+            json!({ "messages": [{ "role": "user", "content": message }] })
+        }
+        None => asking(json!({ "user_context": elicit("What context should the prompt use?", "context") }), None),
+    })
+}
+
+/// The client's answer under `key`, if it gave one.
+fn answer<'a>(params: &'a Value, key: &str) -> Option<&'a Value> {
+    params["inputResponses"].get(key).filter(|answer| answer.is_object())
+}
+
+fn client_capabilities(params: &Value) -> &Value {
+    &params["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+}
+
+fn asking(requests: Value, state: Option<&str>) -> Value {
+    let mut result = json!({ "resultType": "input_required", "inputRequests": requests });
+    if let Some(state) = state {
+        result["requestState"] = json!(state);
+    }
+    result
+}
+
+fn elicit(message: &str, property: &str) -> Value {
+    let schema = json!({ "type": "object", "properties": { property: { "type": "string" } }, "required": [property] });
+    json!({ "method": "elicitation/create", "params": { "message": message, "requestedSchema": schema } })
+}
+
+fn sample(question: &str, max_tokens: u32) -> Value {
+    let message = json!({ "role": "user", "content": { "type": "text", "text": question } });
+    json!({ "method": "sampling/createMessage", "params": { "messages": [message], "maxTokens": max_tokens } })
+}
+
+fn roots() -> Value {
+    json!({ "method": "roots/list", "params": {} })
+}
+
+fn text(text: &str) -> Value {
+    json!({ "content": [{ "type": "text", "text": text }] })
 }
