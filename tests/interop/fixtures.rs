@@ -15,7 +15,7 @@
 //! names, so they live here, and no chapter carries a line for them.
 //!
 //! Every request goes to the chapter, as the client sent it (Host and Origin included),
-//! with one change: a request that names a suite resource, prompt or tool for which the
+//! but for the client's answers to the proxy's own questions (below), and with one change: a request that names a suite resource, prompt or tool for which the
 //! chapters have a stand-in of their own names the stand-in instead (`STAND_INS`:
 //! `test://static-text` is read as `docs://pay-rules`, `test_prompt_with_arguments` is
 //! got as `reply_to_customer`, its `arg1` as `orderId`, `test_tool_with_progress` and
@@ -36,7 +36,10 @@
 //!   read of the fixture template (its contents must repeat any id, which no record a
 //!   chapter holds does): the fixture answers; in 2026-07-28 the tools that ask what no
 //!   chapter asks (the client's model, its roots, several questions, several rounds)
-//!   are fixtures, and one refuses a client without `sampling` (-32021, HTTP 400);
+//!   are fixtures, and one refuses a client without `sampling` (-32021, HTTP 400); in
+//!   the handshake era three fixture tools ask on the call's event stream (the client's
+//!   model, a form with defaults, enum fields), and the proxy takes the client's POSTed
+//!   answer to them itself;
 //! - the results of `initialize`, `server/discover` and `tools/list`: the fixture
 //!   capabilities and tools are added to the chapter's.
 //!
@@ -50,8 +53,12 @@ use mcp_workbook::http::{self, Config, Request, Response};
 use mcp_workbook::replay;
 use mcp_workbook::transcript::HttpRequest;
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, Mutex, mpsc};
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(about = "The conformance suite's fixtures in front of a running chapter (tests only)")]
@@ -131,6 +138,8 @@ const TOOL_STAND_INS: &[ToolStandIn] = &[
     ToolStandIn { suite: "test_input_required_result_request_state", chapter: "approve_payroll", keys: &[] },
     ToolStandIn { suite: "test_input_required_result_tampered_state", chapter: "approve_payroll", keys: &[] },
     ToolStandIn { suite: "test_streaming_elicitation", chapter: "approve_payroll", keys: &[] },
+    // The handshake era's asking (a request on the call's stream, answered by a POST).
+    ToolStandIn { suite: "test_elicitation", chapter: "approve_payroll", keys: &[] },
 ];
 
 fn tool_stand_in(params: &Value) -> Option<&'static ToolStandIn> {
@@ -142,6 +151,9 @@ fn tool_stand_in(params: &Value) -> Option<&'static ToolStandIn> {
 const TEMPLATE_PREFIX: &str = "test://template/";
 
 fn handle(chapter: SocketAddr, request: &Request) -> Response {
+    if let Some(answered) = answer_to_a_question(request) {
+        return answered;
+    }
     let message = message_of(request);
     let sent = match &message {
         Some(message) => stand_in(request, message),
@@ -176,6 +188,13 @@ fn handle(chapter: SocketAddr, request: &Request) -> Response {
     let code = answer["error"]["code"].as_i64().unwrap_or(0);
     if !(response.status == 200 || (response.status == 404 && code == -32601)) {
         return response;
+    }
+    if message.method == "tools/call"
+        && code == -32602
+        && !message.modern
+        && let Some(question) = legacy_question(message.params["name"].as_str().unwrap_or(""))
+    {
+        return ask_on_the_stream(message.id, question);
     }
     match fixture(&message, code) {
         Some(Ok(mut result)) => {
@@ -240,6 +259,10 @@ fn stand_in(request: &Request, message: &Message) -> HttpRequest {
         "tools/call" => {
             let Some(tool) = tool_stand_in(&params) else { return sent };
             params["name"] = json!(tool.chapter);
+            // The stand-ins take no arguments, and refuse any (`additionalProperties`).
+            if params.get("arguments").is_some() {
+                params["arguments"] = json!({});
+            }
             // The suite's answers under the chapter's keys; anything else (a null, a
             // number, a key nobody asked) as the suite sent it.
             if let Some(responses) = params["inputResponses"].as_object_mut() {
@@ -627,4 +650,112 @@ fn roots() -> Value {
 
 fn text(text: &str) -> Value {
     json!({ "content": [{ "type": "text", "text": text }] })
+}
+
+// --- The handshake-era fixtures that ask the client -----------------------------------
+//
+// In the handshake era a server asks on the call's own event stream: a JSON-RPC request
+// from the server, which the client answers with a POST of its own
+// (`2025-11-25/basic/transports.mdx`, "Sending Messages to the Server"). Three suite
+// tools ask what no chapter asks (the client's model; a form whose fields have
+// defaults; enum fields in all five forms), so the proxy asks itself: it answers the
+// call with a stream, sends its request, and waits for the POST that answers it, which
+// it takes before the chapter would see it. These three measure the proxy, as the
+// other fixture tools do; the suite's `test_elicitation` is left to a chapter's own.
+
+/// A question a fixture tool asks, and how its result reads the client's answer.
+struct Question {
+    method: &'static str,
+    params: Value,
+    result_text: fn(&Value) -> String,
+}
+
+fn legacy_question(name: &str) -> Option<Question> {
+    let elicitation_result =
+        |answer: &Value| format!("Elicitation completed: action={}, content={}", answer["action"], answer["content"]);
+    let form = |message: &str, properties: Value| json!({ "message": message, "requestedSchema": { "type": "object", "properties": properties } });
+    Some(match name {
+        "test_sampling" => Question {
+            method: "sampling/createMessage",
+            params: sample("Test prompt for sampling", 100)["params"].clone(),
+            result_text: |answer| format!("LLM response: {}", answer["content"]["text"].as_str().unwrap_or("")),
+        },
+        "test_elicitation_sep1034_defaults" => Question {
+            method: "elicitation/create",
+            params: form(
+                "Your details (each field has a default)",
+                json!({
+                    "name": { "type": "string", "default": "John Doe" },
+                    "age": { "type": "integer", "default": 30 },
+                    "score": { "type": "number", "default": 95.5 },
+                    "status": { "type": "string", "enum": ["active", "inactive", "pending"], "default": "active" },
+                    "verified": { "type": "boolean", "default": true },
+                }),
+            ),
+            result_text: elicitation_result,
+        },
+        "test_elicitation_sep1330_enums" => Question {
+            method: "elicitation/create",
+            params: form(
+                "Pick some options (the five forms of an enum)",
+                json!({
+                    "untitledSingle": { "type": "string", "enum": ["option1", "option2", "option3"] },
+                    "titledSingle": { "type": "string", "oneOf": [
+                        { "const": "value1", "title": "First Option" },
+                        { "const": "value2", "title": "Second Option" },
+                    ] },
+                    "legacyEnum": {
+                        "type": "string",
+                        "enum": ["opt1", "opt2", "opt3"],
+                        "enumNames": ["Option One", "Option Two", "Option Three"],
+                    },
+                    "untitledMulti": { "type": "array", "items": { "type": "string", "enum": ["option1", "option2", "option3"] } },
+                    "titledMulti": { "type": "array", "items": { "anyOf": [
+                        { "const": "value1", "title": "First Choice" },
+                        { "const": "value2", "title": "Second Choice" },
+                    ] } },
+                }),
+            ),
+            result_text: elicitation_result,
+        },
+        _ => return None,
+    })
+}
+
+/// The proxy's questions waiting for the client's answer, by the id the proxy gave them.
+static WAITING: LazyLock<Mutex<HashMap<String, mpsc::Sender<Value>>>> = LazyLock::new(Default::default);
+static QUESTIONS_ASKED: AtomicU64 = AtomicU64::new(0);
+/// How long a question waits for its answer before the call ends as a tool error.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The call's answer: an event stream with the question, then (once the client's POST
+/// has answered it) the result.
+fn ask_on_the_stream(call_id: Value, question: Question) -> Response {
+    let question_id = format!("fixture-question-{}", QUESTIONS_ASKED.fetch_add(1, Ordering::Relaxed) + 1);
+    let (answers, answer) = mpsc::channel();
+    WAITING.lock().unwrap().insert(question_id.clone(), answers);
+    let request = json!({ "jsonrpc": "2.0", "id": question_id, "method": question.method, "params": question.params });
+    Response::stream(200, "text/event-stream", move |writer| {
+        let event = |message: &Value| format!("event: message\ndata: {message}\n\n").into_bytes();
+        let asked = writer.send(&event(&request)).is_ok();
+        let answer = if asked { answer.recv_timeout(ANSWER_TIMEOUT).ok() } else { None };
+        WAITING.lock().unwrap().remove(&question_id);
+        let result = match answer.as_ref().and_then(|answer| answer.get("result")) {
+            Some(answer) => text(&(question.result_text)(answer)),
+            None => json!({ "content": [{ "type": "text", "text": "The client did not answer." }], "isError": true }),
+        };
+        let _ = writer.send(&event(&json!({ "jsonrpc": "2.0", "id": call_id, "result": result })));
+    })
+}
+
+/// A POST of the client's answer to one of the proxy's questions: handed to the waiting
+/// call and acknowledged (`202`), as the transport says. Anything else is `None`.
+fn answer_to_a_question(request: &Request) -> Option<Response> {
+    let body: Value = serde_json::from_slice(&request.body).ok()?;
+    if body.get("method").is_some() || !(body.get("result").is_some() || body.get("error").is_some()) {
+        return None;
+    }
+    let waiting = WAITING.lock().unwrap().remove(body["id"].as_str()?)?;
+    let _ = waiting.send(body);
+    Some(Response::empty(202))
 }
