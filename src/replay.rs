@@ -26,7 +26,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Response headers worth keeping when a transcript is blessed, besides the ones
 /// the transcript already lists.
-const HEADERS_THAT_MATTER: &[&str] = &["content-type", "allow", "www-authenticate"];
+const HEADERS_THAT_MATTER: &[&str] = &["content-type", "allow", "www-authenticate", "mcp-session-id"];
 
 /// A chapter's server running as a child process; stopped when dropped.
 pub struct RunningServer {

@@ -1,3 +1,13 @@
+// TODO(exercise): this file is your copy of chapter 16's server, with the piece the
+// chapter adds left for you to write. Each part sits between a `// TODO` line and its
+// `// END TODO`: replace what is between them, and leave the rest as it is.
+// Check your work: `cargo run -- check 16`. The solution: `main.rs`, next to this file.
+//
+// Until the TODOs are written, some items below are unused and the compiler would
+// warn about each one. This line keeps the build quiet; delete this block when done.
+#![allow(dead_code, unused_variables, unreachable_code)]
+// END TODO
+
 //! Chapter 16: sessions (asking the client mid-call, the handshake era).
 //!
 //! Chapter 15's server, plus one piece, in its own block (SESSIONS, below INPUT
@@ -490,8 +500,8 @@ fn approval_question() -> Value {
 /// accepted form that says yes. A decline, a cancel or a no is an answer too: the call
 /// completes and says the payroll was not run.
 fn payroll_if_approved(answer: &Value) -> ToolResult {
-    let approved = answer.get("action") == Some(&json!("accept"))
-        && answer.pointer("/content/approve") == Some(&json!(true));
+    let approved =
+        answer.get("action") == Some(&json!("accept")) && answer.pointer("/content/approve") == Some(&json!(true));
     if approved {
         ToolResult::text("Payroll approved by the user and run for this week.")
     } else {
@@ -837,7 +847,7 @@ struct Args {
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
-    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "max_connections", "allowed_hosts", "allowed_origins", "token", "max_sessions"])]
+    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "max_connections", "allowed_hosts", "allowed_origins", "token"])]
     stdio: bool,
 }
 
@@ -1845,17 +1855,18 @@ fn session_id(key: &[u8; 16], number: u64) -> String {
 /// `initialize` over HTTP: the handshake, and a session for the client, its id in the
 /// `Mcp-Session-Id` header of the answer.
 fn open_session(id: Value, params: Option<&Value>, catalog: &Catalog) -> Response {
-    let result = initialize(params);
-    if result.is_err() {
-        return reply(200, id, result);
-    }
-    let session = catalog.sessions.open(params.and_then(|p| p.get("capabilities")));
-    reply(200, id, result).with_header("Mcp-Session-Id", &session)
+    // TODO: answer `initialize(params)` as `dispatch` would (`reply(200, id, ...)`). When
+    // it succeeds, also open a session with `catalog.sessions.open(..)`, given the
+    // client's `params.capabilities`, and answer its id in the `Mcp-Session-Id` header
+    // (`Response::with_header`). A failed handshake opens no session.
+    todo!("answer initialize, and open a session")
+    // END TODO
 }
 
 /// A session id this server does not know (never opened, ended, or expired): `404`,
 /// which tells the client to `initialize` again ("MUST respond ... with HTTP 404 Not
-/// Found"). The body is the Python SDK's: -32600, no id.
+/// Found"). The body says so with -32600, as the Python SDK's does, and the request's
+/// id when it has one.
 fn session_not_found(id: Value) -> Response {
     let error = RpcError::invalid_request("no session has this `Mcp-Session-Id`; call `initialize` to open one");
     reply(404, id, Err(error))
@@ -1880,31 +1891,18 @@ impl Call<'_> {
     /// in the same session (`take_answer`). `Ok`: its `result`. `Err`: why there is
     /// none, for the model.
     fn ask(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        let (sessions, session) = self.asking.clone()?;
-        // "Servers MUST NOT send elicitation requests to clients that did not declare
-        // the capability": each request's capability is named like its method.
-        let capability = method.split('/').next().unwrap_or_default();
-        if !session.answers.contains(&capability) {
-            return Err(format!("the client did not declare the `{capability}` capability, so it cannot be asked"));
-        }
-        let (question, answer) = sessions.expect_answer(&session.id).ok_or("the session has ended")?;
-        self.outlet.send(&json!({ "jsonrpc": "2.0", "id": question, "method": method, "params": params }));
-        let heard = loop {
-            match answer.recv_timeout(STOP_CHECK_INTERVAL) {
-                Ok(answer) => break Ok(answer),
-                Err(mpsc::RecvTimeoutError::Disconnected) => break Err("the session ended before the client answered"),
-                Err(mpsc::RecvTimeoutError::Timeout) if self.stopped() => break Err("no answer came in time"),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-        };
-        sessions.forget(&session.id, &question);
-        let answer = heard?;
-        // A client that could not ask (its user closed the window, say) answers with a
-        // JSON-RPC error instead of a result.
-        answer.get("result").cloned().ok_or_else(|| {
-            let why = answer.pointer("/error/message").and_then(Value::as_str).unwrap_or("no reason given");
-            format!("the client could not ask: {}", echo(why))
-        })
+        // TODO: `self.asking` says where to ask, or why not (`Err`: return it as the
+        // reason). Ask only a client whose session `answers` the capability the method
+        // is named after (`elicitation` for `elicitation/create`); else the reason is
+        // "the client did not declare the `elicitation` capability, so it cannot be
+        // asked". Then `sessions.expect_answer(..)` gives the question's id and where its
+        // answer arrives; send the request (`jsonrpc`, that `id`, `method`, `params`)
+        // through `self.outlet`, and wait for the answer in steps of
+        // `STOP_CHECK_INTERVAL`, giving up when `self.stopped()` or the session ends.
+        // `sessions.forget(..)` the question either way. An answer's `result` is the
+        // `Ok`; one with an `error` is not.
+        todo!("ask the client, and wait for the answer")
+        // END TODO
     }
 }
 // ANCHOR_END: ask
@@ -1915,11 +1913,12 @@ impl Call<'_> {
 /// late one, one never asked) is refused: "If the server cannot accept the input, it
 /// MUST return an HTTP error status code" (Sending Messages to the Server).
 fn take_answer(id: Value, answer: Value, session: Option<&Session>, sessions: &Sessions) -> Response {
-    if session.is_some_and(|session| sessions.answer(&session.id, &id, answer)) {
-        return Response::empty(202);
-    }
-    let error = RpcError::invalid_request("this answers no question asked in this session");
-    reply(400, Value::Null, Err(error))
+    // TODO: `sessions.answer(..)` hands the answer to the call of this session that
+    // asked question `id`; then the POST is `202` with no body. Anything else (no
+    // session, or no call of it waiting) is `400` with `RpcError::invalid_request("this
+    // answers no question asked in this session")` and `"id": null`.
+    todo!("hand the answer to the call that asked")
+    // END TODO
 }
 // ANCHOR_END: take_answer
 
@@ -2122,7 +2121,12 @@ fn reply(status: u16, id: Value, outcome: Result<Value, RpcError>) -> Response {
 
 // ANCHOR: dispatch
 /// Answer a request by its method, in `session` when the client sent one (chapter 16).
-fn dispatch(method: &str, params: Option<&Value>, catalog: &Catalog, session: Option<&Session>) -> Result<Value, RpcError> {
+fn dispatch(
+    method: &str,
+    params: Option<&Value>,
+    catalog: &Catalog,
+    session: Option<&Session>,
+) -> Result<Value, RpcError> {
     match method {
         "initialize" => initialize(params),
         "ping" => Ok(json!({})),
@@ -2846,7 +2850,11 @@ fn notice(method: &str, params: Option<&Value>, catalog: &Catalog, session: Opti
     let id = params.and_then(|p| p.get("requestId")).filter(|id| id.is_string() || id.is_i64() || id.is_u64());
     let Some(id) = id else { return };
     let reason = params.and_then(|p| p.get("reason")).and_then(Value::as_str).unwrap_or("no reason given");
-    let what = if catalog.calls.cancel(id, session.map(|session| session.id.as_str())) { "stopping it" } else { "no such call running; ignored" };
+    let what = if catalog.calls.cancel(id, session.map(|session| session.id.as_str())) {
+        "stopping it"
+    } else {
+        "no such call running; ignored"
+    };
     eprintln!("cancellation of request {} ({}): {what}", echo(&id.to_string()), echo(reason));
 }
 

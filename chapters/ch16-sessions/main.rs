@@ -490,8 +490,8 @@ fn approval_question() -> Value {
 /// accepted form that says yes. A decline, a cancel or a no is an answer too: the call
 /// completes and says the payroll was not run.
 fn payroll_if_approved(answer: &Value) -> ToolResult {
-    let approved = answer.get("action") == Some(&json!("accept"))
-        && answer.pointer("/content/approve") == Some(&json!(true));
+    let approved =
+        answer.get("action") == Some(&json!("accept")) && answer.pointer("/content/approve") == Some(&json!(true));
     if approved {
         ToolResult::text("Payroll approved by the user and run for this week.")
     } else {
@@ -837,7 +837,7 @@ struct Args {
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
-    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "max_connections", "allowed_hosts", "allowed_origins", "token", "max_sessions"])]
+    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "max_connections", "allowed_hosts", "allowed_origins", "token"])]
     stdio: bool,
 }
 
@@ -1855,7 +1855,8 @@ fn open_session(id: Value, params: Option<&Value>, catalog: &Catalog) -> Respons
 
 /// A session id this server does not know (never opened, ended, or expired): `404`,
 /// which tells the client to `initialize` again ("MUST respond ... with HTTP 404 Not
-/// Found"). The body is the Python SDK's: -32600, no id.
+/// Found"). The body says so with -32600, as the Python SDK's does, and the request's
+/// id when it has one.
 fn session_not_found(id: Value) -> Response {
     let error = RpcError::invalid_request("no session has this `Mcp-Session-Id`; call `initialize` to open one");
     reply(404, id, Err(error))
@@ -2122,7 +2123,12 @@ fn reply(status: u16, id: Value, outcome: Result<Value, RpcError>) -> Response {
 
 // ANCHOR: dispatch
 /// Answer a request by its method, in `session` when the client sent one (chapter 16).
-fn dispatch(method: &str, params: Option<&Value>, catalog: &Catalog, session: Option<&Session>) -> Result<Value, RpcError> {
+fn dispatch(
+    method: &str,
+    params: Option<&Value>,
+    catalog: &Catalog,
+    session: Option<&Session>,
+) -> Result<Value, RpcError> {
     match method {
         "initialize" => initialize(params),
         "ping" => Ok(json!({})),
@@ -2846,7 +2852,11 @@ fn notice(method: &str, params: Option<&Value>, catalog: &Catalog, session: Opti
     let id = params.and_then(|p| p.get("requestId")).filter(|id| id.is_string() || id.is_i64() || id.is_u64());
     let Some(id) = id else { return };
     let reason = params.and_then(|p| p.get("reason")).and_then(Value::as_str).unwrap_or("no reason given");
-    let what = if catalog.calls.cancel(id, session.map(|session| session.id.as_str())) { "stopping it" } else { "no such call running; ignored" };
+    let what = if catalog.calls.cancel(id, session.map(|session| session.id.as_str())) {
+        "stopping it"
+    } else {
+        "no such call running; ignored"
+    };
     eprintln!("cancellation of request {} ({}): {what}", echo(&id.to_string()), echo(reason));
 }
 

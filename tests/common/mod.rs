@@ -25,6 +25,7 @@ macro_rules! every_chapter {
             ch13_completion => "ch13-completion",
             ch14_streaming => "ch14-streaming",
             ch15_input_required => "ch15-input-required",
+            ch16_sessions => "ch16-sessions",
         }
     };
 }
