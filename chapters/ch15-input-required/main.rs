@@ -733,7 +733,7 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 
 // ANCHOR: args
 #[derive(Parser)]
-#[command(about = "Chapter 14: an MCP server whose long calls report progress and logs, over HTTP or stdio")]
+#[command(about = "Chapter 15: an MCP server whose calls can ask the client (2026-07-28), over HTTP or stdio")]
 struct Args {
     /// Address to listen on. Port 0 picks a free port. An address other machines can
     /// reach (anything but 127.0.0.1 or [::1]) is your explicit choice: it prints a warning.

@@ -31,7 +31,8 @@
 //!   `progressToken`, and its `progress` always increases;
 //! - `notifications/message` goes out at or above the level the client asked for: in
 //!   2026-07-28 per request (`_meta["io.modelcontextprotocol/logLevel"]`, none without
-//!   it), in the handshake era `logging/setLevel` over stdio and `info` over HTTP;
+//!   it), in the handshake era `logging/setLevel` over stdio and (chapter 16) in a
+//!   session, `info` over HTTP outside one;
 //! - over HTTP those notifications travel as server-sent events, before the result,
 //!   when `Accept` allows `text/event-stream` (a call with nothing to report is still
 //!   one JSON answer);
@@ -782,7 +783,9 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 
 // ANCHOR: args
 #[derive(Parser)]
-#[command(about = "Chapter 16: an MCP server whose calls can ask the client, in a session, over HTTP or stdio")]
+#[command(
+    about = "An MCP server: tools, resources, prompts, completion; calls that stream and ask the client; over HTTP or stdio"
+)]
 struct Args {
     /// Address to listen on. Port 0 picks a free port. An address other machines can
     /// reach (anything but 127.0.0.1 or [::1]) is your explicit choice: it prints a warning.
