@@ -368,14 +368,20 @@ fn explain_note(note: &Note) -> String {
         NoteKind::Unnamed { missing } => {
             let missing: Vec<String> = missing.iter().map(|name| format!("`{name}`")).collect();
             format!(
-                "your {path} is yours to word, but a failed call's text names each argument the model has to fix, \
-                 as the chapter's does, and yours does not name {}. That fails this exchange.",
+                "your {path} is yours to word, but words that say what to fix (a failed call's text, a prompt's \
+                 invalid-params error) name each argument to fix, as the chapter's do, and yours do not name {}. \
+                 That fails this exchange.",
                 missing.join(", ")
             )
         }
         NoteKind::Overquoted { quote } => format!(
             "your {path} quotes more of what the client sent than the chapter's, which cuts it after \"{quote}\" \
              (80 characters, with `echo`): an answer never repeats a long input back. That fails this exchange."
+        ),
+        NoteKind::Repeated { quote } => format!(
+            "your {path} repeats more than 80 characters of what the client sent (\"{quote}...\"), and the \
+             chapter's does not: an answer never repeats a long input back (quote at most 80 characters of it, \
+             with `echo`, or none). That fails this exchange."
         ),
         NoteKind::Optional { reason } => format!(
             "{path} is an optional member this chapter does not send ({reason}). It is valid MCP, and it does not \

@@ -407,7 +407,11 @@ pub fn events(body: &str) -> Option<Vec<Event>> {
 ///   the model about what went wrong (`2025-11-25/server/tools.mdx`, "Error Handling").
 ///   One thing in them is not free: each name the chapter's text quotes in backticks
 ///   (the arguments to fix, as in "`rate` is missing") must be named in the learner's
-///   text too, or the model does not learn what to fix;
+///   text too, or the model does not learn what to fix. The same holds for the
+///   `error.message` of an invalid-params error (-32602) answering `prompts/get`: a
+///   prompt has no failed result, so its arguments' problems are protocol errors, and
+///   the client that has to fix them learns which from the message
+///   (`2025-11-25/server/prompts.mdx`, "Error Handling");
 /// - in a `tools/list` result, every `title` and `description` of a tool and of
 ///   anything in its schemas: words for the model and for people about what the tool
 ///   does and when to call it (same file, "Tool").
@@ -420,10 +424,13 @@ pub fn events(body: &str) -> Option<Vec<Event>> {
 /// chapter does not send is a difference.
 ///
 /// Free words are not free in length: where the chapter's quote what the client sent
-/// cut short (`echo`: 80 characters, then `…`), the learner's may not quote more of it.
+/// cut short (`echo`: 80 characters, then `…`), the learner's may not quote more of it;
+/// and wherever they are, they may not repeat a run of more than 80 characters of any
+/// string the client sent (the method, a name, a URI) that the chapter's words do not
+/// repeat (chapter 1, "Errors, and what they echo").
 ///
 /// With [`Strictness::Learner`] these are reported as [`Note`]s, and only a text that
-/// leaves out a name or quotes too much, or a member that is not optional, fails the
+/// leaves out a name or quotes or repeats too much, or a member that is not optional, fails the
 /// exchange. And a text
 /// block that holds JSON (the text copy of `structuredContent`, same file, "Structured
 /// Content") compares as JSON: key order and spacing are the serializer's. Everything
@@ -459,6 +466,9 @@ pub enum NoteKind {
     /// Free words that quote more of the client's input than the chapter's, which cut it
     /// after `quote`.
     Overquoted { quote: String },
+    /// Free words that repeat more than 80 characters of something the client sent, where
+    /// the chapter's words do not: `quote` is how the run starts.
+    Repeated { quote: String },
     /// A member the chapter does not send and the protocol defines as optional: fine.
     Optional { reason: &'static str },
     /// A member the chapter does not send, and not an optional one.
@@ -468,7 +478,10 @@ pub enum NoteKind {
 impl Note {
     /// Whether this difference fails the exchange.
     pub fn counts(&self) -> bool {
-        matches!(self.kind, NoteKind::Unnamed { .. } | NoteKind::Overquoted { .. } | NoteKind::Unexpected)
+        matches!(
+            self.kind,
+            NoteKind::Unnamed { .. } | NoteKind::Overquoted { .. } | NoteKind::Repeated { .. } | NoteKind::Unexpected
+        )
     }
 }
 
@@ -478,8 +491,20 @@ pub fn compare_with(
     actual: &HttpResponse,
     strictness: Strictness,
 ) -> (Vec<Mismatch>, Vec<Note>) {
+    compare_answer("", expected, actual, strictness)
+}
+
+/// [`compare_with`] for the answer to `sent`, the body of the request: the rules of
+/// [`Strictness`] that depend on what the client sent (its method, its strings) use it.
+pub fn compare_answer(
+    sent: &str,
+    expected: &HttpResponse,
+    actual: &HttpResponse,
+    strictness: Strictness,
+) -> (Vec<Mismatch>, Vec<Note>) {
+    let sent: Option<Value> = serde_json::from_str(sent).ok();
     if strictness == Strictness::Learner
-        && let Some((notes, forgiven)) = forgive(&expected.body, &actual.body)
+        && let Some((notes, forgiven)) = forgive(&expected.body, &actual.body, sent.as_ref())
     {
         let mut mismatches = compare(expected, &HttpResponse { body: forgiven, ..actual.clone() });
         // The difference shown is the learner's own answer, not the forgiven one.
@@ -497,15 +522,24 @@ pub fn compare_with(
 /// each free text (see [`Strictness`]) that differs but names what the chapter's names
 /// is replaced by the expected words; a JSON text block equal as JSON to the expected
 /// one is replaced by it; an optional member is taken out. `None` when the messages
-/// are not JSON.
-fn forgive(expected: &str, actual: &str) -> Option<(Vec<Note>, String)> {
+/// are not JSON. `sent` is the message the answer answers, when known.
+fn forgive(expected: &str, actual: &str, sent: Option<&Value>) -> Option<(Vec<Note>, String)> {
     let expected: Value = serde_json::from_str(expected).ok()?;
     let mut forgiven: Value = serde_json::from_str(actual).ok()?;
     let failed = |body: &Value| body.pointer("/result/isError") == Some(&Value::Bool(true));
     let tool_failed = failed(&expected) && failed(&forgiven);
+    let invalid_params = |body: &Value| body.pointer("/error/code") == Some(&Value::from(-32602));
+    let prompt_refused = sent.and_then(|s| s.get("method")) == Some(&Value::from("prompts/get"))
+        && invalid_params(&expected)
+        && invalid_params(&forgiven);
     let blocks = expected.pointer("/result/content").and_then(Value::as_array).map_or(0, Vec::len);
+    let mut inputs = Vec::new();
+    if let Some(sent) = sent {
+        long_strings_in(sent, &mut inputs);
+    }
     // Each place as a JSON pointer, as the learner reads it, and how free its words are.
-    let mut places = vec![("/error/message".to_string(), "error.message".to_string(), Words::Free)];
+    let message_words = if prompt_refused { Words::Naming } else { Words::Free };
+    let mut places = vec![("/error/message".to_string(), "error.message".to_string(), message_words)];
     let block_words = if tool_failed { Words::Naming } else { Words::Exact };
     places.extend(
         (0..blocks).map(|i| (format!("/result/content/{i}/text"), format!("result.content[{i}].text"), block_words)),
@@ -534,6 +568,12 @@ fn forgive(expected: &str, actual: &str) -> Option<(Vec<Note>, String)> {
                 && let Some(quote) = overquoted(wanted, given)
             {
                 notes.push(Note { path, pointer: place, kind: NoteKind::Overquoted { quote } });
+                continue;
+            }
+            if words != Words::Exact
+                && let Some(quote) = repeated(wanted, given, &inputs)
+            {
+                notes.push(Note { path, pointer: place, kind: NoteKind::Repeated { quote } });
                 continue;
             }
             match words {
@@ -624,6 +664,45 @@ fn overquoted(wanted: &str, given: &str) -> Option<String> {
             .any(|(start, _)| given[start + quote.len()..].chars().next().is_some_and(char::is_alphanumeric));
         (long_enough && further).then_some(quote)
     })
+}
+
+/// How many characters of client input an answer may repeat: `echo`'s 80.
+const ECHOED: usize = 80;
+
+/// Every string in `value` (keys too) longer than [`ECHOED`] characters.
+fn long_strings_in<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
+    let long = |text: &str| text.chars().nth(ECHOED).is_some();
+    match value {
+        Value::String(text) if long(text) => found.push(text),
+        Value::Array(items) => items.iter().for_each(|item| long_strings_in(item, found)),
+        Value::Object(members) => {
+            for (key, member) in members {
+                if long(key) {
+                    found.push(key);
+                }
+                long_strings_in(member, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every run of [`ECHOED`] + 1 characters in `text`.
+fn runs(text: &str) -> impl Iterator<Item = &str> {
+    let bounds: Vec<usize> = text.char_indices().map(|(at, _)| at).chain([text.len()]).collect();
+    (0..bounds.len().saturating_sub(ECHOED + 1)).map(move |i| &text[bounds[i]..bounds[i + ECHOED + 1]])
+}
+
+/// A run of more than [`ECHOED`] characters of one of `inputs` (strings the client sent)
+/// that the learner's words repeat and the chapter's do not: `Some(its first 40
+/// characters)`.
+fn repeated(wanted: &str, given: &str, inputs: &[&str]) -> Option<String> {
+    if inputs.is_empty() || given.chars().nth(ECHOED).is_none() {
+        return None;
+    }
+    let sent: std::collections::HashSet<&str> = inputs.iter().flat_map(|input| runs(input)).collect();
+    let run = runs(given).find(|run| sent.contains(run) && !wanted.contains(run))?;
+    Some(run.chars().take(40).collect())
 }
 
 /// Does `text` name `name`, as a word of its own (`rate`, not `generate`)?
@@ -844,7 +923,7 @@ pub fn replay(transcript: &Transcript, address: SocketAddr) -> Vec<Outcome<'_>> 
 pub fn run_exchange(exchange: &Exchange, address: SocketAddr, strictness: Strictness) -> Outcome<'_> {
     match send_exchange(address, exchange) {
         Ok(actual) => {
-            let (mismatches, notes) = compare_with(&exchange.expected, &actual, strictness);
+            let (mismatches, notes) = compare_answer(&exchange.request.body, &exchange.expected, &actual, strictness);
             Outcome { exchange, actual: Ok(actual), mismatches, notes }
         }
         Err(error) => Outcome { exchange, actual: Err(error.to_string()), mismatches: Vec::new(), notes: Vec::new() },
@@ -1116,6 +1195,19 @@ pub fn compare_stdio_with(
     actual: &StdioRun,
     strictness: Strictness,
 ) -> (Vec<StdioMismatch>, Vec<Note>) {
+    compare_stdio_answers(&[], expected, actual, strictness)
+}
+
+/// [`compare_stdio_with`] for the answers to the lines `sent`: each line written is
+/// compared as the answer to the message sent with the same id, if any (see
+/// [`compare_answer`]).
+pub fn compare_stdio_answers(
+    sent: &[String],
+    expected: &[String],
+    actual: &StdioRun,
+    strictness: Strictness,
+) -> (Vec<StdioMismatch>, Vec<Note>) {
+    let sent: Vec<Value> = sent.iter().filter_map(|line| serde_json::from_str(line).ok()).collect();
     let lines = actual.lines();
     if strictness == Strictness::Exact || lines.len() != expected.len() {
         return (compare_stdio(expected, actual), Vec::new());
@@ -1123,7 +1215,9 @@ pub fn compare_stdio_with(
     let mut notes = Vec::new();
     let mut forgiven_stdout = String::new();
     for (number, (wanted, given)) in expected.iter().zip(&lines).enumerate() {
-        match forgive(wanted, given) {
+        let id = serde_json::from_str::<Value>(wanted).ok().and_then(|line| line.get("id").cloned());
+        let answered = id.filter(|id| !id.is_null()).and_then(|id| sent.iter().find(|s| s.get("id") == Some(&id)));
+        match forgive(wanted, given, answered) {
             Some((line_notes, forgiven)) => {
                 // Say which line each note is about.
                 notes.extend(line_notes.into_iter().map(|note| Note {
@@ -1196,7 +1290,7 @@ pub fn run_stdio_exchange<'a>(
 ) -> StdioOutcome<'a> {
     match run_stdio_bytes(program, args, &exchange.bytes()) {
         Ok(run) => {
-            let (mismatches, notes) = compare_stdio_with(&exchange.expected, &run, strictness);
+            let (mismatches, notes) = compare_stdio_answers(&exchange.input, &exchange.expected, &run, strictness);
             StdioOutcome { exchange, actual: Ok(run), mismatches, notes }
         }
         Err(error) => {
@@ -1338,6 +1432,48 @@ mod tests {
         let (mismatches, notes) = compare_with(&expected, &error(&format!("no method {method}")), Strictness::Learner);
         assert_eq!(mismatches.len(), 1);
         assert_eq!(notes[0].kind, NoteKind::Overquoted { quote: cut });
+    }
+
+    #[test]
+    fn free_words_repeat_no_long_run_of_what_the_client_sent() {
+        let uri = format!("docs://{}", "pay rules ".repeat(20));
+        let sent = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}}).to_string();
+        let error = |message: &str| {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": message}});
+            response(200, &body.to_string())
+        };
+        let expected = error("Invalid params: `uri` must be a URI");
+        let cut: String = uri.chars().take(80).collect();
+        for fine in ["not a URI".to_string(), format!("not a URI: {cut}…")] {
+            let (mismatches, _) = compare_answer(&sent, &expected, &error(&fine), Strictness::Learner);
+            assert!(mismatches.is_empty(), "{fine}: {mismatches:?}");
+        }
+        let whole = error(&format!("{uri} is not a URI"));
+        let (mismatches, notes) = compare_answer(&sent, &expected, &whole, Strictness::Learner);
+        assert_eq!(mismatches.len(), 1);
+        assert_eq!(notes[0].kind, NoteKind::Repeated { quote: uri.chars().take(40).collect() });
+        // Without the request, nothing is known of what the client sent.
+        assert!(compare_with(&expected, &whole, Strictness::Learner).0.is_empty());
+    }
+
+    #[test]
+    fn a_prompts_invalid_params_error_must_name_each_argument_the_chapter_names() {
+        let sent = r#"{"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "explain"}}"#;
+        let error = |code: i64, message: &str| {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": code, "message": message}});
+            response(200, &body.to_string())
+        };
+        let expected = error(-32602, "Invalid params: missing required argument `question`");
+        let named = error(-32602, "the question is missing");
+        assert!(compare_answer(sent, &expected, &named, Strictness::Learner).0.is_empty());
+        let (mismatches, notes) = compare_answer(sent, &expected, &error(-32602, "bad"), Strictness::Learner);
+        assert_eq!(mismatches.len(), 1);
+        assert_eq!(notes[0].kind, NoteKind::Unnamed { missing: vec!["question".into()] });
+        // Another method's invalid params, and another code, keep their words free.
+        let other = sent.replace("prompts/get", "tools/call");
+        assert!(compare_answer(&other, &expected, &error(-32602, "bad"), Strictness::Learner).0.is_empty());
+        let internal = error(-32603, "Internal error: `question` failed");
+        assert!(compare_answer(sent, &internal, &error(-32603, "bad"), Strictness::Learner).0.is_empty());
     }
 
     #[test]

@@ -69,9 +69,9 @@ fn handle(request: &Request, tools: &[Tool]) -> Response {
         return Response::empty(405).with_header("Allow", "POST");
     }
     // TODO: before reading the body, refuse a request this server cannot serve, with an
-    // invalid-request error and "id": null: an `Accept` that allows neither JSON nor an
-    // event stream is 406 (see `response_format`), a body not labelled JSON is 415 (see
-    // `is_json`). A refusal is plain JSON, whatever `Accept` says; only the response
+    // invalid-request error and "id": null, checking in this order: an `Accept` that
+    // allows neither JSON nor an event stream is 406 (see `response_format`), then a
+    // body not labelled JSON is 415 (see `is_json`). A refusal is plain JSON, whatever `Accept` says; only the response
     // to a request goes out in the format the client accepts (`format`, used below).
     let format = Format::Json;
     // END TODO
@@ -104,8 +104,8 @@ enum Format {
 /// Read `Accept`: JSON when it allows JSON, an event stream when it allows only that,
 /// `None` when it allows neither. No `Accept` at all means anything goes.
 fn response_format(accept: Option<&str>) -> Option<Format> {
-    // TODO: read `Accept` (absent, or a list of media ranges with parameters; `q=0`
-    // refuses a range): JSON when it allows JSON, an event stream when it allows only
+    // TODO: read `Accept` (absent, or a list of media ranges with parameters; a weight
+    // of 0, `q=0` or `q=0.0`, refuses a range): JSON when it allows JSON, an event stream when it allows only
     // that, `None` when it allows neither.
     todo!("read the Accept header")
     // END TODO
@@ -617,8 +617,9 @@ impl DayType {
 /// `split_shift`, the fault demo: integer division by zero panics in Rust, and
 /// nothing here stops `shifts` from being 0.
 fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
-    let minutes = arguments["minutes"].as_u64().unwrap_or(0);
-    let shifts = arguments["shifts"].as_u64().unwrap_or(0);
+    // The schema's `integer` admits `480.0` as well as `480` (see `has_type`).
+    let minutes = arguments["minutes"].as_f64().unwrap_or(0.0) as u64;
+    let shifts = arguments["shifts"].as_f64().unwrap_or(0.0) as u64;
     ToolResult::text(format!("{} minutes per shift", minutes / shifts))
 }
 // ANCHOR_END: split_shift
