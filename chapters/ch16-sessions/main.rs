@@ -505,8 +505,9 @@ fn payroll_if_approved(answer: &Value) -> ToolResult {
 /// `split_shift`, the fault demo: integer division by zero panics in Rust, and
 /// nothing here stops `shifts` from being 0.
 fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
-    let minutes = arguments["minutes"].as_u64().unwrap_or(0);
-    let shifts = arguments["shifts"].as_u64().unwrap_or(0);
+    // The schema's `integer` admits `480.0` as well as `480` (see `has_type`).
+    let minutes = arguments["minutes"].as_f64().unwrap_or(0.0) as u64;
+    let shifts = arguments["shifts"].as_f64().unwrap_or(0.0) as u64;
     ToolResult::text(format!("{} minutes per shift", minutes / shifts))
 }
 // ANCHOR_END: split_shift
