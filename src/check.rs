@@ -307,12 +307,20 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
         Exchanged::Stdio(outcome) => {
             let exchange = outcome.exchange;
             let how = if exchange.raw.is_some() { ", byte for byte: \\n ends a line" } else { "" };
-            say(
-                &mut text,
-                &format!("You wrote to its stdin{how}, then closed it (transcript.md line {}):", exchange.line),
-            );
+            let closed = if exchange.then.is_some() { "" } else { ", then closed it" };
+            say(&mut text, &format!("You wrote to its stdin{how}{closed} (transcript.md line {}):", exchange.line));
             for line in &exchange.input {
                 say(&mut text, &format!("  {line}"));
+            }
+            if let Some(then) = &exchange.then {
+                let lines = if then.after_lines == 1 { "line" } else { "lines" };
+                say(
+                    &mut text,
+                    &format!("and, once it had written {} {lines}, this, then closed it:", then.after_lines),
+                );
+                for line in &then.input {
+                    say(&mut text, &format!("  {line}"));
+                }
             }
             text.push('\n');
             match &outcome.actual {

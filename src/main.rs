@@ -194,7 +194,7 @@ fn bless(chapter: &Chapter) -> Result<bool, String> {
         let (binary, args) = (build(chapter.name)?, transcript.stdio_args());
         let mut recorded = Vec::new();
         for exchange in &transcript.stdio {
-            let run = replay::run_stdio_bytes(&binary, &args, &exchange.bytes())
+            let run = replay::run_stdio_for(exchange, &binary, &args)
                 .map_err(|e| format!("{:?}: no run: {e}", exchange.title))?;
             // Record what it wrote, but not a server that hangs or fails: that is a bug
             // to fix, not a truth to keep.

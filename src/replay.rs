@@ -1101,15 +1101,31 @@ impl StdioRun {
 /// and collect what it writes until it exits.
 pub fn run_stdio(program: &Path, args: &[String], input: &[String]) -> io::Result<StdioRun> {
     let bytes: Vec<u8> = input.iter().flat_map(|line| line.bytes().chain(Some(b'\n'))).collect();
-    run_stdio_within(program, args, &bytes, TIMEOUT)
+    run_stdio_within(program, args, &bytes, None, TIMEOUT)
 }
 
 /// [`run_stdio`] with the bytes to write as they are.
 pub fn run_stdio_bytes(program: &Path, args: &[String], input: &[u8]) -> io::Result<StdioRun> {
-    run_stdio_within(program, args, input, TIMEOUT)
+    run_stdio_within(program, args, input, None, TIMEOUT)
 }
 
-fn run_stdio_within(program: &Path, args: &[String], input: &[u8], timeout: Duration) -> io::Result<StdioRun> {
+/// Run a stdio exchange's process: its `stdin` block, then, once the server has written
+/// the lines it waits for, the later block (`StdioExchange::then`); then end of input.
+pub fn run_stdio_for(exchange: &StdioExchange, program: &Path, args: &[String]) -> io::Result<StdioRun> {
+    let later = exchange.then.as_ref().map(|then| (then.after_lines, then.bytes()));
+    run_stdio_within(program, args, &exchange.bytes(), later, TIMEOUT)
+}
+
+/// Start `program ARGS`, write `input`, and when `later` is `(N, bytes)`, wait until
+/// the server has written N lines and write `bytes` too; then close its stdin and
+/// collect what it writes until it exits (killed after `timeout`).
+fn run_stdio_within(
+    program: &Path,
+    args: &[String],
+    input: &[u8],
+    later: Option<(usize, Vec<u8>)>,
+    timeout: Duration,
+) -> io::Result<StdioRun> {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
@@ -1121,20 +1137,36 @@ fn run_stdio_within(program: &Path, args: &[String], input: &[u8], timeout: Dura
     // Write from a thread, so a server that answers before reading everything never
     // blocks on a full stdout pipe while we block on a full stdin pipe. Dropping the
     // pipe at the end closes the server's stdin: end of input.
+    // stdout is read into `written` as it comes, so the writer can wait for lines.
+    let written = Arc::new(Mutex::new(Vec::new()));
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let text = input.to_vec();
+    let seen = written.clone();
     thread::spawn(move || {
         let _ = stdin.write_all(&text); // a server that exited early is reported below
+        if let Some((lines, bytes)) = later {
+            let deadline = Instant::now() + timeout;
+            while seen.lock().unwrap().iter().filter(|&&b| b == b'\n').count() < lines && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(5));
+            }
+            let _ = stdin.write_all(&bytes);
+        }
     });
-    let read_all = |mut pipe: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-    };
-    let stdout = read_all(Box::new(child.stdout.take().expect("stdout is piped")));
-    let stderr = read_all(Box::new(child.stderr.take().expect("stderr is piped")));
+    let stdout_pipe = child.stdout.take().expect("stdout is piped");
+    let sink = written.clone();
+    let stdout = thread::spawn(move || {
+        let mut pipe = stdout_pipe;
+        let mut buffer = [0u8; 4096];
+        while let Ok(read @ 1..) = pipe.read(&mut buffer) {
+            sink.lock().unwrap().extend_from_slice(&buffer[..read]);
+        }
+    });
+    let stderr_pipe = child.stderr.take().expect("stderr is piped");
+    let stderr = thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = { stderr_pipe }.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    });
 
     let started = Instant::now();
     let exit = loop {
@@ -1148,7 +1180,8 @@ fn run_stdio_within(program: &Path, args: &[String], input: &[u8], timeout: Dura
         }
         thread::sleep(Duration::from_millis(5));
     };
-    let stdout = stdout.join().unwrap_or_default();
+    let _ = stdout.join();
+    let stdout = String::from_utf8_lossy(&written.lock().unwrap()).into_owned();
     let stderr = stderr.join().unwrap_or_default();
     Ok(StdioRun { stdout, exit, stderr })
 }
@@ -1288,9 +1321,10 @@ pub fn run_stdio_exchange<'a>(
     args: &[String],
     strictness: Strictness,
 ) -> StdioOutcome<'a> {
-    match run_stdio_bytes(program, args, &exchange.bytes()) {
+    match run_stdio_for(exchange, program, args) {
         Ok(run) => {
-            let (mismatches, notes) = compare_stdio_answers(&exchange.input, &exchange.expected, &run, strictness);
+            let sent = exchange.all_input();
+            let (mismatches, notes) = compare_stdio_answers(&sent, &exchange.expected, &run, strictness);
             StdioOutcome { exchange, actual: Ok(run), mismatches, notes }
         }
         Err(error) => {
@@ -1304,7 +1338,7 @@ pub fn run_stdio_exchange<'a>(
 pub fn explain_stdio(outcome: &StdioOutcome) -> String {
     let exchange = outcome.exchange;
     let mut text = format!("✗ {} (transcript line {}, stdio)\n", exchange.title, exchange.line);
-    for line in &exchange.input {
+    for line in &exchange.all_input() {
         text.push_str(&format!("  stdin: {line}\n"));
     }
     if let Err(error) = &outcome.actual {
@@ -1677,8 +1711,18 @@ mod tests {
         assert_eq!(failing.stderr, "oops\n");
 
         // One that ignores the end of its input is killed and reported.
-        let stuck = run_stdio_within(Path::new("sleep"), &["5".into()], &[], Duration::from_millis(100)).unwrap();
+        let stuck = run_stdio_within(Path::new("sleep"), &["5".into()], &[], None, Duration::from_millis(100)).unwrap();
         assert_eq!(stuck.exit, None);
         assert_eq!(compare_stdio(&[], &stuck), [StdioMismatch::DidNotExit]);
+    }
+
+    #[test]
+    fn a_later_stdin_block_is_written_once_its_lines_are_out() {
+        // `sh` reads the first line, says `asked`, then reads the later one, written
+        // only once `asked` is out.
+        let script = "read first; echo asked; read answer; echo \"$first $answer\"";
+        let later = Some((1, b"yes\n".to_vec()));
+        let run = run_stdio_within(Path::new("sh"), &["-c".into(), script.into()], b"question\n", later, TIMEOUT);
+        assert_eq!(run.unwrap().lines(), ["asked", "question yes"]);
     }
 }

@@ -99,6 +99,11 @@
 //!   with the `raw` block's escapes (`\n`, `\r`, `\xHH`, `\\`), and nothing else: the
 //!   block's own line breaks are for the reader, so every line that should end says
 //!   `\n`, and the last one may not.
+//! - A client that answers a question the server asks (chapter 16) writes in two
+//!   turns: a `<!-- client: after 2 lines, writes the lines below -->` line, the
+//!   `stdin` block written first, a second `stdin` block written once the server has
+//!   written that many lines to stdout, then the `stdout` block. Stdin closes after
+//!   the second block.
 
 use std::fmt;
 
@@ -178,6 +183,18 @@ pub struct StdioExchange {
     pub raw: Option<Vec<u8>>,
     /// The `stdout` block: the lines expected, in order, without their `\n`.
     pub expected: Vec<String>,
+    /// Lines written later, once the server has answered (a second `stdin` block).
+    pub then: Option<StdioThen>,
+}
+
+/// What a stdio client writes once the server has written `after_lines` lines (a
+/// `<!-- client: after N lines, writes the lines below -->` line and a second `stdin`
+/// block): the answer to a question the server asked, say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdioThen {
+    pub after_lines: usize,
+    /// The second `stdin` block's lines, each written followed by `\n`.
+    pub input: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,9 +218,26 @@ impl StdioExchange {
     pub fn bytes(&self) -> Vec<u8> {
         match &self.raw {
             Some(bytes) => bytes.clone(),
-            None => self.input.iter().flat_map(|line| line.bytes().chain(Some(b'\n'))).collect(),
+            None => lines_to_bytes(&self.input),
         }
     }
+
+    /// Every line the client writes: the `stdin` block's, then the later one's.
+    pub fn all_input(&self) -> Vec<String> {
+        let later = self.then.iter().flat_map(|then| then.input.iter());
+        self.input.iter().chain(later).cloned().collect()
+    }
+}
+
+impl StdioThen {
+    pub fn bytes(&self) -> Vec<u8> {
+        lines_to_bytes(&self.input)
+    }
+}
+
+/// Lines as they are written to a stdio server: each followed by `\n`.
+fn lines_to_bytes(lines: &[String]) -> Vec<u8> {
+    lines.iter().flat_map(|line| line.bytes().chain(Some(b'\n'))).collect()
 }
 
 impl HttpRequest {
@@ -304,8 +338,29 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
     let mut finish = |current: Option<Draft>| -> Result<(), ParseError> {
         let Some(Draft { title, line, hint, client, blocks }) = current else { return Ok(()) };
         let infos: Vec<&str> = blocks.iter().map(|b| b.info.as_str()).collect();
-        let during = client.map(|(text, at)| parse_client(&text, at)).transpose()?;
+        // A stdio client's line names lines, not events; it needs two `stdin` blocks.
+        let writes_later = client.as_ref().is_some_and(|(text, _)| text.ends_with("writes the lines below"));
+        let during = client.clone().filter(|_| !writes_later).map(|(text, at)| parse_client(&text, at)).transpose()?;
         match (infos.as_slice(), blocks.as_slice()) {
+            (["stdin", "stdin", "stdout"], [first, second, output]) => {
+                let (text, at) = client.filter(|_| writes_later).ok_or_else(|| ParseError {
+                    line,
+                    message: format!(
+                        "exchange {title:?} has two stdin blocks: it needs a `<!-- client: after N lines, writes \
+                         the lines below -->` line"
+                    ),
+                })?;
+                let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
+                let then = StdioThen { after_lines: parse_stdio_client(&text, at)?, input: owned(second) };
+                let (input, expected) = (owned(first), owned(output));
+                stdio.push(StdioExchange { title, line, hint, input, raw: None, expected, then: Some(then) });
+            }
+            _ if writes_later => {
+                return Err(ParseError {
+                    line,
+                    message: format!("exchange {title:?} writes lines later: it needs stdin, stdin, stdout blocks"),
+                });
+            }
             (["http", "http", "http", "http"], [request, side_request, side_response, response]) => {
                 let Some(During { after_events, action: Interruption::Send { .. } }) = during else {
                     return Err(ParseError {
@@ -358,7 +413,8 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                 }
                 let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
                 let raw = (*kind == "raw").then(|| raw_stdin(&lines[input.content.clone()], input.line)).transpose()?;
-                stdio.push(StdioExchange { title, line, hint, input: owned(input), raw, expected: owned(output) });
+                let (input, expected) = (owned(input), owned(output));
+                stdio.push(StdioExchange { title, line, hint, input, raw, expected, then: None });
             }
             _ => {
                 return Err(ParseError {
@@ -443,6 +499,20 @@ fn parse_client(text: &str, line: usize) -> Result<During, ParseError> {
         _ => return Err(wrong()),
     };
     Ok(During { after_events, action })
+}
+
+/// `after 1 line, writes the lines below`: how many lines the server writes first.
+fn parse_stdio_client(text: &str, line: usize) -> Result<usize, ParseError> {
+    let count = text
+        .strip_prefix("after ")
+        .and_then(|rest| {
+            rest.strip_suffix(" lines, writes the lines below").or(rest.strip_suffix(" line, writes the lines below"))
+        })
+        .and_then(|count| count.parse().ok());
+    count.ok_or_else(|| ParseError {
+        line,
+        message: format!("a stdio client line says `after N line(s), writes the lines below`, not {text:?}"),
+    })
 }
 
 /// `$ cargo run --bin NAME -- --flag value`: the words after `--`.
@@ -756,6 +826,21 @@ mod tests {
         // A stdin block's lines each end in a newline.
         let plain = parse("### Lines\n\n```stdin\na\nb\n```\n\n```stdout\n```\n").unwrap();
         assert_eq!(plain.stdio[0].bytes(), b"a\nb\n");
+    }
+
+    #[test]
+    fn a_stdio_client_can_write_in_two_turns() {
+        let text = "### Asked\n\n<!-- client: after 2 lines, writes the lines below -->\n\n\
+                    ```stdin\na\nb\n```\n\n```stdin\nc\n```\n\n```stdout\nx\ny\nz\n```\n";
+        let exchange = &parse(text).unwrap().stdio[0];
+        assert_eq!(exchange.bytes(), b"a\nb\n");
+        assert_eq!(exchange.then, Some(StdioThen { after_lines: 2, input: vec!["c".into()] }));
+        assert_eq!(exchange.all_input(), ["a", "b", "c"]);
+        // Two stdin blocks need the client line, and the line needs them.
+        assert!(parse("### Two\n\n```stdin\na\n```\n\n```stdin\nc\n```\n\n```stdout\n```\n").is_err());
+        let lonely =
+            "### One\n\n<!-- client: after 1 line, writes the lines below -->\n\n```stdin\na\n```\n\n```stdout\n```\n";
+        assert!(parse(lonely).is_err());
     }
 
     #[test]
