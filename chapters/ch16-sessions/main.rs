@@ -871,6 +871,7 @@ fn main() -> std::io::Result<()> {
         FIXED_CLOCK.set(secs).expect("set once, before any request");
     }
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
+    let session_key = args.fixed_session_key.unwrap_or_else(random_key);
     let config = Config {
         workers,
         max_body_bytes: args.max_body_bytes,
@@ -885,8 +886,13 @@ fn main() -> std::io::Result<()> {
         resources: resources(),
         resource_templates: resource_templates(),
         prompts: prompts(),
-        calls: Calls::new(args.max_running_calls, args.stdio),
-        sessions: Sessions::new(args.max_sessions, args.fixed_session_key.unwrap_or_else(random_key)),
+        calls: Calls::new(args.max_running_calls),
+        sessions: if args.stdio {
+            // One client, the process's: its session lasts as long as the process.
+            Sessions::new(1, None, session_key)
+        } else {
+            Sessions::new(args.max_sessions, Some(SESSION_IDLE_TIME), session_key)
+        },
     }));
     if args.stdio {
         return serve_stdio(catalog);
@@ -1073,22 +1079,29 @@ fn is_json(content_type: Option<&str>) -> bool {
 /// Read messages from stdin, one per line, and write each answer to stdout as one
 /// line. stdout carries nothing else; the log goes to stderr. A long call runs on a
 /// thread of its own, so the loop goes on reading while it works: the next line may be
-/// the `notifications/cancelled` that stops it. When the host closes stdin, the calls
-/// still running may finish (each by its deadline), then the process ends.
+/// the `notifications/cancelled` that stops it, or the answer to a question it asked.
+/// When the host closes stdin, the calls still running may finish (each by its
+/// deadline; one waiting for an answer hears that none will come), then the process ends.
 fn serve_stdio(catalog: &'static Catalog) -> io::Result<()> {
     eprintln!("serving MCP on stdin/stdout");
     let mut input = io::stdin().lock();
     let mut line = Vec::new();
+    // Chapter 16: over stdio the process is the session, opened by `initialize`. It
+    // needs no id on the wire: every line comes from the one client.
+    let mut session: Option<String> = None;
     loop {
         line.clear();
         // Bytes, not a String: a line that is not UTF-8 gets a parse error, it does
         // not end the loop. At the end of input, a last line without `\n` still counts.
         if input.read_until(b'\n', &mut line)? == 0 {
             eprintln!("stdin closed: exiting once the calls still running end");
+            if let Some(session) = &session {
+                catalog.sessions.end(session);
+            }
             catalog.calls.wait_for_all(Instant::now() + MAX_CALL_TIME);
             return Ok(());
         }
-        if let Some(answer) = handle_line(&line, catalog) {
+        if let Some(answer) = handle_line(&line, catalog, &mut session) {
             write_line(&answer)?;
         }
     }
@@ -1106,13 +1119,15 @@ fn write_line(message: &[u8]) -> io::Result<()> {
 
 /// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
 /// them. A notification, a response or a blank line gets no line back, and neither
-/// does a long call here: its thread writes its lines.
-fn handle_line(line: &[u8], catalog: &'static Catalog) -> Option<Vec<u8>> {
+/// does a long call here: its thread writes its lines. `session`: the process's
+/// session, once `initialize` has opened it.
+fn handle_line(line: &[u8], catalog: &'static Catalog, session: &mut Option<String>) -> Option<Vec<u8>> {
     // The `\n` that ends the line (and a `\r` before it) is framing, not message.
     let line = line.trim_ascii();
     if line.is_empty() {
         return None; // a blank line holds no message, so there is nothing to answer
     }
+    let current = session.as_deref().and_then(|id| catalog.sessions.find(id));
     let response = match parse_message(line) {
         Err(error) => reply(400, Value::Null, Err(error)),
         // No headers here: a request is modern by its `_meta` alone.
@@ -1124,19 +1139,33 @@ fn handle_line(line: &[u8], catalog: &'static Catalog) -> Option<Vec<u8>> {
             }
             answer_modern(None, id, &method, params.as_ref(), catalog)
         }
+        Ok(Message::Request { id, method, params }) if method == "initialize" => {
+            let (result, opened) = initialize_in_session(params.as_ref(), catalog);
+            if opened.is_some() {
+                *session = opened;
+            }
+            reply(200, id, result)
+        }
         Ok(Message::Request { id, method, params }) => {
-            if let Some(long) = long_call(&method, params.as_ref(), catalog, Era::Handshake, None) {
+            let current = current.as_ref();
+            if let Some(long) = long_call(&method, params.as_ref(), catalog, Era::Handshake, current) {
                 return start_long_call_on_stdio(id, long, catalog);
             }
-            reply(200, id, dispatch(&method, params.as_ref(), catalog, None))
+            reply(200, id, dispatch(&method, params.as_ref(), catalog, current))
         }
         Ok(Message::Notification { method, params }) => {
             eprintln!("notification: {:?}", echo(&method));
-            notice(&method, params.as_ref(), catalog, None);
+            notice(&method, params.as_ref(), catalog, current.as_ref());
             return None;
         }
-        // This server asks nothing over stdio in the handshake era (see `NOT_ON_STDIO`).
-        Ok(Message::Response { .. }) => return None,
+        // The answer to a question a call asked. One nobody waits for has no status
+        // line to be refused with here: the log says so.
+        Ok(Message::Response { id, answer }) => {
+            if !current.is_some_and(|session| catalog.sessions.answer(&session.id, &id, answer)) {
+                eprintln!("an answer to no question waiting ({}): ignored", echo(&id.to_string()));
+            }
+            return None;
+        }
     };
     // There is no status line on stdio: the status `reply` chose goes nowhere, and the
     // JSON-RPC error in the body is the whole answer.
@@ -1711,13 +1740,15 @@ const NEEDS_A_SESSION: &str = "asking the user takes a session: call `initialize
     `Mcp-Session-Id` with the call (in protocol revision 2026-07-28 the server asks with `input_required`)";
 const NEEDS_AN_EVENT_STREAM: &str =
     "the question travels on an event stream, and this request's `Accept` allows only application/json";
-const NOT_ON_STDIO: &str =
-    "over stdio this server asks the user only in protocol revision 2026-07-28 (`input_required`)";
+const NEEDS_A_HANDSHAKE: &str = "asking the user takes the handshake: over stdio, `initialize` first, \
+    declaring what the client can answer (in protocol revision 2026-07-28 the server asks with `input_required`)";
 
 /// The sessions open now: at most `max`, each under an id nobody can guess.
 struct Sessions {
     open: Mutex<HashMap<String, SessionEntry>>,
     max: usize,
+    /// How long a session may go unused; `None`: as long as the process (stdio).
+    idle: Option<Duration>,
     /// The key session ids are made with, this process's own (`--fixed-session-key`
     /// in tests): ids from two instances never collide, and none can be guessed.
     key: [u8; 16],
@@ -1748,8 +1779,12 @@ struct SessionEntry {
 }
 
 impl Sessions {
-    fn new(max: usize, key: [u8; 16]) -> Sessions {
-        Sessions { open: Mutex::new(HashMap::new()), max, key, opened: AtomicU64::new(0) }
+    fn new(max: usize, idle: Option<Duration>, key: [u8; 16]) -> Sessions {
+        Sessions { open: Mutex::new(HashMap::new()), max, idle, key, opened: AtomicU64::new(0) }
+    }
+
+    fn expired(&self, entry: &SessionEntry) -> bool {
+        self.idle.is_some_and(|idle| entry.last_used.elapsed() >= idle)
     }
 
     /// Open a session for a client that declared `capabilities` in `initialize`. When
@@ -1757,7 +1792,7 @@ impl Sessions {
     /// and opens a new one, as the spec tells it to, while a busy client goes on.
     fn open(&self, capabilities: Option<&Value>) -> String {
         let mut open = lock(&self.open);
-        open.retain(|_, entry| entry.last_used.elapsed() < SESSION_IDLE_TIME);
+        open.retain(|_, entry| !self.expired(entry));
         if open.len() >= self.max
             && let Some(idle_longest) = open.iter().min_by_key(|(_, entry)| entry.last_used).map(|(id, _)| id.clone())
         {
@@ -1776,7 +1811,7 @@ impl Sessions {
     fn find(&self, id: &str) -> Option<Session> {
         let mut open = lock(&self.open);
         let entry = open.get_mut(id)?;
-        if entry.last_used.elapsed() >= SESSION_IDLE_TIME {
+        if self.expired(entry) {
             open.remove(id);
             return None;
         }
@@ -1846,15 +1881,20 @@ fn session_id(key: &[u8; 16], number: u64) -> String {
 // ANCHOR_END: sessions
 
 // ANCHOR: open_session
-/// `initialize` over HTTP: the handshake, and a session for the client, its id in the
-/// `Mcp-Session-Id` header of the answer.
-fn open_session(id: Value, params: Option<&Value>, catalog: &Catalog) -> Response {
+/// `initialize`, and a session for the client when the handshake succeeds: the answer,
+/// and the new session's id.
+fn initialize_in_session(params: Option<&Value>, catalog: &Catalog) -> (Result<Value, RpcError>, Option<String>) {
     let result = initialize(params);
-    if result.is_err() {
-        return reply(200, id, result);
+    let session = result.is_ok().then(|| catalog.sessions.open(params.and_then(|p| p.get("capabilities"))));
+    (result, session)
+}
+
+/// `initialize` over HTTP: the session's id goes back in the `Mcp-Session-Id` header.
+fn open_session(id: Value, params: Option<&Value>, catalog: &Catalog) -> Response {
+    match initialize_in_session(params, catalog) {
+        (result, Some(session)) => reply(200, id, result).with_header("Mcp-Session-Id", &session),
+        (result, None) => reply(200, id, result),
     }
-    let session = catalog.sessions.open(params.and_then(|p| p.get("capabilities")));
-    reply(200, id, result).with_header("Mcp-Session-Id", &session)
 }
 
 /// A session id this server does not know (never opened, ended, or expired): `404`,
@@ -1931,7 +1971,7 @@ fn take_answer(id: Value, answer: Value, session: Option<&Session>, sessions: &S
 /// A session idle too long is gone; at the cap, opening one ends the one idle longest.
 #[test]
 fn sessions_expire_and_make_room() {
-    let sessions = Sessions::new(2, [7; 16]);
+    let sessions = Sessions::new(2, Some(SESSION_IDLE_TIME), [7; 16]);
     let (first, second) = (sessions.open(None), sessions.open(None));
     assert!(sessions.find(&first).is_some()); // now `second` is the idle one
     let third = sessions.open(None);
@@ -2507,8 +2547,8 @@ impl Level {
     }
 }
 
-/// The handshake era's log level before a client sets one, and over HTTP outside a
-/// session always.
+/// The handshake era's log level before a client sets one, and outside a session
+/// always.
 const DEFAULT_LOG_LEVEL: Level = Level::Info;
 
 /// Where a call's notifications go, and how it learns that it is cancelled.
@@ -2583,8 +2623,8 @@ fn long_call(
         // `notifications/message` for a request that does not include this field"
         // (`2026-07-28/server/utilities/logging.mdx`). `check_envelope` read it already.
         Era::Modern => request_meta(params).and_then(|meta| meta.get(LOG_LEVEL_KEY)).and_then(Level::named),
-        // The level the client set: in its session over HTTP, for the process on stdio.
-        Era::Handshake => Some(session.map_or_else(|| catalog.calls.level(), |session| session.level)),
+        // The level the client set in its session (chapter 16), else the default.
+        Era::Handshake => Some(session.map_or(DEFAULT_LOG_LEVEL, |session| session.level)),
     };
     Some(LongCall { tool, arguments, progress_token, log_level, era, session: session.cloned() })
 }
@@ -2711,13 +2751,19 @@ fn finish_long_call(id: Value, long: &LongCall, outlet: &mut dyn Outlet, asking:
 /// `notifications/cancelled`, in either era: "there is no per-request stream to close"
 /// (`2026-07-28/basic/transports/stdio.mdx`, Cancellation).
 fn start_long_call_on_stdio(id: Value, long: LongCall, catalog: &'static Catalog) -> Option<Vec<u8>> {
-    let Some(running) = catalog.calls.start(&id, true, None) else {
+    let session_id = long.session.as_ref().map(|session| session.id.clone());
+    let Some(running) = catalog.calls.start(&id, true, session_id) else {
         return Some(reply(503, id, Err(RpcError::busy(catalog.calls.max))).body);
+    };
+    // Chapter 16: a question is one more line on stdout, in the process's session.
+    let asking = match &long.session {
+        Some(session) => Ok((&catalog.sessions, session.clone())),
+        None => Err(NEEDS_A_HANDSHAKE),
     };
     let answer_to = id.clone();
     let spawned = thread::Builder::new().name("call".into()).spawn(move || {
         let mut outlet = StdoutLines { running: &running };
-        if let Some(answer) = finish_long_call(id, &long, &mut outlet, Err(NOT_ON_STDIO)) {
+        if let Some(answer) = finish_long_call(id, &long, &mut outlet, asking) {
             let _ = write_line(&answer);
         }
     });
@@ -2748,12 +2794,6 @@ impl Outlet for StdoutLines<'_> {
 struct Calls {
     running: Mutex<Vec<Entry>>,
     max: usize,
-    /// The handshake era's log level. `logging/setLevel` sets it on stdio, where the one
-    /// client is the whole session. Over HTTP a client's level lasts in its session
-    /// (chapter 16); a POST outside one stands alone (chapter 2): a level set by one
-    /// client would be every client's, so it stays `DEFAULT_LOG_LEVEL`.
-    level: Mutex<Level>,
-    remembers_level: bool,
 }
 
 /// One running call: the request's id, and whether a `notifications/cancelled` may
@@ -2773,8 +2813,8 @@ struct Running {
 }
 
 impl Calls {
-    fn new(max: usize, stdio: bool) -> Calls {
-        Calls { running: Mutex::new(Vec::new()), max, level: Mutex::new(DEFAULT_LOG_LEVEL), remembers_level: stdio }
+    fn new(max: usize) -> Calls {
+        Calls { running: Mutex::new(Vec::new()), max }
     }
 
     /// A place for the call with this id, or `None` when `max` calls are running.
@@ -2803,16 +2843,6 @@ impl Calls {
                 true
             }
             _ => false,
-        }
-    }
-
-    fn level(&self) -> Level {
-        *lock(&self.level)
-    }
-
-    fn set_level(&self, level: Level) {
-        if self.remembers_level {
-            *lock(&self.level) = level;
         }
     }
 
@@ -2867,16 +2897,15 @@ fn notice(method: &str, params: Option<&Value>, catalog: &Catalog, session: Opti
 /// `logging/setLevel`: the least severe log messages the client wants. A level that is
 /// not one of the eight is invalid params (`2025-11-25/server/utilities/logging.mdx`,
 /// Error Handling); any other is answered `{}`. It lasts for the client's session
-/// (chapter 16), on stdio for the process; over HTTP without a session, nowhere (see
-/// `Calls::level`).
+/// (chapter 16). Without one it lasts nowhere: over HTTP each POST outside a session
+/// stands alone (chapter 2), and a level set by one client would be every client's.
 fn set_level(params: Option<&Value>, catalog: &Catalog, session: Option<&Session>) -> Result<Value, RpcError> {
     let level = params
         .and_then(|p| p.get("level"))
         .and_then(Level::named)
         .ok_or_else(|| RpcError::invalid_params(&format!("`level` must be one of {}", Level::NAMES.join(", "))))?;
-    match session {
-        Some(session) => catalog.sessions.set_level(&session.id, level),
-        None => catalog.calls.set_level(level),
+    if let Some(session) = session {
+        catalog.sessions.set_level(&session.id, level);
     }
     Ok(json!({}))
 }
