@@ -175,7 +175,7 @@ where
             }
         };
         let slot = Slot::take(&open);
-        if slot.count > config.max_connections + REFUSING_AT_ONCE {
+        if slot.count > config.max_connections.saturating_add(REFUSING_AT_ONCE) {
             continue; // so far past the cap that even a 503 costs too much: close
         }
         let (workers, config, handler) = (workers.clone(), config.clone(), handler.clone());
@@ -723,7 +723,7 @@ fn read_body(
         Framing::Length(length) => {
             // Room for what has been promised, up to 64 KiB: the rest as it comes, so a
             // client that declares 4 MiB and sends nothing costs nothing.
-            let mut body = Vec::with_capacity((length as usize).min(64 * 1024));
+            let mut body = Vec::with_capacity(length.min(64 * 1024) as usize);
             from_client.take(length).read_to_end(&mut body).map_err(Refusal::from_io)?;
             if body.len() as u64 != length {
                 return Err(Refusal::gone());
@@ -761,7 +761,11 @@ fn read_chunks(from_client: &mut impl BufRead, limit: usize) -> Result<Vec<u8>, 
         if size == 0 {
             break;
         }
-        if body.len() as u64 + size > limit as u64 {
+        // The room left under the limit decides, never `body.len() + size`: with a size
+        // near 2^64 that sum wraps around to a small number (release builds do not check)
+        // and "the chunk" is read without end.
+        let room = limit.saturating_sub(body.len());
+        if size > room as u64 {
             return Err(ChunkProblem::TooLarge);
         }
         let before = body.len();

@@ -512,3 +512,49 @@ fn tiny_http_alone_strands_a_connection_that_arrives_behind_an_idle_one() {
     }
     assert!(stranded > 0, "tiny_http served every connection: is the TaskPool race fixed upstream?");
 }
+
+// ---------------------------------------------------------------------------
+// Found by a second audit of a release build (issue 10, second round).
+// ---------------------------------------------------------------------------
+
+/// Send `bytes`, stop sending (FIN), and read until the server closes.
+fn send_then_stop(address: SocketAddr, bytes: &[u8]) -> String {
+    let mut stream = connect(address);
+    stream.write_all(bytes).unwrap();
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    read_all(&mut stream)
+}
+
+/// A refusal from the door, byte for byte: it has no `Date`, so all of it is fixed.
+fn door_refusal(status_line: &str, message: &str) -> String {
+    let body = format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":"{message}"}}}}"#);
+    format!(
+        "{status_line}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// The body of the (last) answer in `answer`.
+fn body_of(answer: &str) -> &str {
+    answer.rsplit_once("\r\n\r\n").map_or("", |(_, body)| body)
+}
+
+/// A chunk size of 2^64 - 1 after a first chunk: added to the body so far, it wrapped
+/// around to a small number (release builds do not check), passed the limit, and the
+/// door read "the chunk" into memory without end (400 MiB in a second). Whatever the
+/// sizes, the room left under the limit decides.
+#[test]
+fn a_chunk_size_that_would_overflow_the_running_total_is_413() {
+    let mut server = start(&[]);
+    for (first, size) in
+        [("1\r\n{", "ffffffffffffffff"), ("2\r\n{}", "fffffffffffffffe"), ("1\r\n{", "fffffffffffffff0")]
+    {
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n{first}\r\n{size}\r\nxxxxxxxx"
+        );
+        let answer = send_then_stop(server.address, request.as_bytes());
+        let expected = door_refusal("HTTP/1.1 413 Content Too Large", "Request body larger than 4194304 bytes");
+        assert_eq!(answer, expected, "a chunk of {size} after {first:?}");
+        assert_serves(&mut server, "a chunk size that overflows");
+    }
+}
