@@ -496,7 +496,8 @@ pub enum Framing {
 }
 
 /// Headers that describe this connection or this message's framing, not the request:
-/// the door acts on them and does not pass them on (RFC 9110, section 7.6.1).
+/// the door acts on them and does not pass them on (RFC 9110, section 7.6.1). A fixed
+/// list: a client cannot add to it (see `Connection` in [`parse_head`]).
 const HOP_BY_HOP: &[&str] = &[
     "connection",
     "keep-alive",
@@ -557,6 +558,10 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
         Some(value) if value.eq_ignore_ascii_case("100-continue") => true,
         Some(_) => return Err(Refusal::new(417, "Expectation Failed: only 100-continue is understood")),
     };
+    // `Connection` may also name other headers, for a proxy to remove before it forwards
+    // the request (RFC 9110, section 7.6.1). The door is no proxy: it reads `close` and
+    // `keep-alive` and ignores the rest, so that `Connection: Origin` cannot make it
+    // forget an `Origin` the handler must check.
     let options: Vec<String> =
         values("connection").flat_map(|value| value.split(',')).map(|o| o.trim().to_ascii_lowercase()).collect();
     let close = options.iter().any(|o| o == "close") || (http_1_0 && !options.iter().any(|o| o == "keep-alive"));
@@ -565,7 +570,7 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
     let (target, authority) = split_target(&target, &method)?;
     let headers = fields
         .into_iter()
-        .filter(|(name, _)| !is_hop_by_hop(name) && !options.iter().any(|option| option.eq_ignore_ascii_case(name)))
+        .filter(|(name, _)| !is_hop_by_hop(name))
         .map(|(name, value)| match &authority {
             Some(authority) if name.eq_ignore_ascii_case("host") => (name, authority.clone()),
             _ => (name, value),

@@ -558,3 +558,23 @@ fn a_chunk_size_that_would_overflow_the_running_total_is_413() {
         assert_serves(&mut server, "a chunk size that overflows");
     }
 }
+
+/// `Connection` names hop-by-hop headers for a proxy to remove. The door is no proxy:
+/// a client that lists `Origin` there must not make the door forget its `Origin` (the
+/// guard's 403 was skipped), nor any other header the handler reads.
+#[test]
+fn a_connection_header_cannot_delete_an_end_to_end_header() {
+    let server = start(&[]);
+    let answer = send(server.address, &post("Origin: http://evil.example\r\nConnection: Origin, close\r\n", PING_ME));
+    assert_eq!(status(&answer), 403, "{answer:?}");
+    assert_eq!(
+        body_of(&answer),
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Forbidden: Origin 'http://evil.example' is not allowed"}}"#
+    );
+    let answer = send(
+        server.address,
+        &post("MCP-Protocol-Version: 1999-01-01\r\nConnection: MCP-Protocol-Version, close\r\n", PING_ME),
+    );
+    assert_eq!(status(&answer), 400, "{answer:?}");
+    assert!(body_of(&answer).contains("1999-01-01"), "{answer:?}");
+}

@@ -47,6 +47,7 @@ const FIELDS: &[&str] = &[
     "Connection: close",
     "Connection: keep-alive",
     "Connection: Upgrade",
+    "Connection: Content-Type, Host",
     "Upgrade: h2c",
     "TE: chunked",
     "Expect: 100-continue",
@@ -138,22 +139,11 @@ fn tiny_http_reading(server: &tiny_http::Server, raw: &[u8], body: &[u8]) -> Rea
 }
 
 /// Headers that describe the connection or the framing, not the request: the door does
-/// not pass them on, so they are not compared.
+/// not pass them on, so they are not compared. A fixed list: the headers a client names
+/// in `Connection` are passed on (the door is no proxy), so they are compared too.
 fn end_to_end(headers: &[(String, String)]) -> Vec<(String, String)> {
     let hop = ["connection", "keep-alive", "te", "transfer-encoding", "upgrade", "expect", "content-length"];
-    let named: Vec<String> = headers
-        .iter()
-        .filter(|(name, _)| name.eq_ignore_ascii_case("connection"))
-        .flat_map(|(_, value)| value.split(',').map(|o| o.trim().to_ascii_lowercase()).collect::<Vec<_>>())
-        .collect();
-    headers
-        .iter()
-        .filter(|(name, _)| {
-            let name = name.to_ascii_lowercase();
-            !hop.contains(&name.as_str()) && !named.contains(&name)
-        })
-        .cloned()
-        .collect()
+    headers.iter().filter(|(name, _)| !hop.contains(&name.to_ascii_lowercase().as_str())).cloned().collect()
 }
 
 #[test]
@@ -233,4 +223,25 @@ fn the_parser_decides_these_heads_so() {
     assert_eq!(status("GET / HTTP/3.0\r\nHost: a\r\n\r\n"), 505);
     assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n"), 417);
     assert_eq!(status("GET https://user@host/ HTTP/1.1\r\nHost: host\r\n\r\n"), 400);
+}
+
+fn accepted(raw: &str) -> Head {
+    parse_head(raw.as_bytes()).unwrap_or_else(|refusal| panic!("{raw:?}: {refusal:?}"))
+}
+
+fn refusal(raw: &str) -> mcp_workbook::http::Refusal {
+    parse_head(raw.as_bytes()).expect_err(raw)
+}
+
+fn pair(name: &str, value: &str) -> (String, String) {
+    (name.to_string(), value.to_string())
+}
+
+/// `Connection` may name any header; the door is no proxy, and removes none for it.
+#[test]
+fn connection_cannot_remove_an_end_to_end_header() {
+    let head =
+        accepted("POST /mcp HTTP/1.1\r\nHost: a\r\nOrigin: http://evil.example\r\nConnection: Origin, close\r\n\r\n");
+    assert_eq!(head.headers, vec![pair("Host", "a"), pair("Origin", "http://evil.example")]);
+    assert!(head.close);
 }
