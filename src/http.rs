@@ -388,8 +388,8 @@ impl Refusal {
 /// server sends, with `"id": null` because the request was never read.
 fn refuse(client: &TcpStream, refusal: Refusal) {
     if refusal.status != 0 {
-        let message = refusal.message.replace('\\', "\\\\").replace('"', "\\\"");
-        let body = format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":"{message}"}}}}"#);
+        let message = json_string(&refusal.message);
+        let body = format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":{message}}}}}"#);
         let head = format!(
             "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             refusal.status,
@@ -399,6 +399,23 @@ fn refuse(client: &TcpStream, refusal: Refusal) {
         let _ = (&*client).write_all(format!("{head}{body}").as_bytes());
     }
     close_gently(client);
+}
+
+/// `text` as a JSON string, quotes included (RFC 8259, section 7): `"` and `\` escaped,
+/// and every control character too, which JSON does not allow raw. A refusal may repeat
+/// what the client sent (a header value can hold a tab), and its body must stay JSON.
+fn json_string(text: &str) -> String {
+    let mut json = String::from('"');
+    for character in text.chars() {
+        match character {
+            '"' => json.push_str("\\\""),
+            '\\' => json.push_str("\\\\"),
+            control if control < ' ' => json.push_str(&format!("\\u{:04x}", u32::from(control))),
+            other => json.push(other),
+        }
+    }
+    json.push('"');
+    json
 }
 
 /// Close a connection whose client may still be sending (RFC 9112, section 9.6): stop

@@ -578,3 +578,19 @@ fn a_connection_header_cannot_delete_an_end_to_end_header() {
     assert_eq!(status(&answer), 400, "{answer:?}");
     assert!(body_of(&answer).contains("1999-01-01"), "{answer:?}");
 }
+
+/// A refusal's body is JSON, whatever the value it repeats: a tab (which a header value
+/// may hold) is escaped as JSON requires (`\u0009`), not sent raw.
+#[test]
+fn a_refusal_body_is_valid_json_whatever_it_repeats() {
+    let server = start(&[]);
+    let answer = send(server.address, b"POST /mcp HTTP/1.0\r\nTransfer-Encoding: a\tb\x7fc\r\n\r\n");
+    // DEL is no field byte, so that one is refused for what it is; a tab alone passes.
+    assert_eq!(status(&answer), 400, "{answer:?}");
+    let answer = send(server.address, b"POST /mcp HTTP/1.0\r\nTransfer-Encoding: a\tb\r\n\r\n");
+    assert_eq!(
+        answer,
+        door_refusal("HTTP/1.1 400 Bad Request", r"Bad Request: HTTP/1.0 has no Transfer-Encoding (a\u0009b)")
+    );
+    serde_json::from_str::<serde_json::Value>(body_of(&answer)).expect("the body is JSON");
+}
