@@ -570,11 +570,15 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
     if hosts > 1 || (hosts == 0 && !http_1_0) {
         return Err(Refusal::bad("a request needs exactly one Host header"));
     }
-    let expects_continue = match values("expect").next() {
-        None => false,
-        Some(value) if value.eq_ignore_ascii_case("100-continue") => true,
-        Some(_) => return Err(Refusal::new(417, "Expectation Failed: only 100-continue is understood")),
-    };
+    // Every expectation counts, in every `Expect` header (each a list): the one known here
+    // is `100-continue`. An HTTP/1.0 client knows no interim answer, and a server MUST
+    // ignore its `100-continue` (RFC 9110, section 10.1.1).
+    let expectations: Vec<&str> =
+        values("expect").flat_map(|value| value.split(',')).map(str::trim).filter(|e| !e.is_empty()).collect();
+    if expectations.iter().any(|expectation| !expectation.eq_ignore_ascii_case("100-continue")) {
+        return Err(Refusal::new(417, "Expectation Failed: only 100-continue is understood"));
+    }
+    let expects_continue = !expectations.is_empty() && !http_1_0;
     // `Connection` may also name other headers, for a proxy to remove before it forwards
     // the request (RFC 9110, section 7.6.1). The door is no proxy: it reads `close` and
     // `keep-alive` and ignores the rest, so that `Connection: Origin` cannot make it

@@ -594,3 +594,28 @@ fn a_refusal_body_is_valid_json_whatever_it_repeats() {
     );
     serde_json::from_str::<serde_json::Value>(body_of(&answer)).expect("the body is JSON");
 }
+
+/// RFC 9110, section 10.1.1: a server MUST ignore `100-continue` from an HTTP/1.0
+/// client (which does not know the interim answer), and every expectation counts, not
+/// only the first `Expect` header's.
+#[test]
+fn expect_is_read_whole_and_ignored_from_http_1_0() {
+    let server = start(&[]);
+    let request = format!(
+        "POST /mcp HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n\
+         Content-Length: {}\r\n\r\n{PING_ME}",
+        PING_ME.len()
+    );
+    let answer = send(server.address, request.as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "no 100 Continue for HTTP/1.0: {answer:?}");
+    assert!(answer.contains("BISMILLAH"), "{answer:?}");
+    let refused =
+        door_refusal("HTTP/1.1 417 Expectation Failed", "Expectation Failed: only 100-continue is understood");
+    for expect in [
+        "Expect: 100-continue\r\nExpect: foo\r\n",
+        "Expect: 100-continue, foo\r\n",
+        "Expect: foo\r\nExpect: 100-continue\r\n",
+    ] {
+        assert_eq!(send(server.address, &post(expect, PING_ME)), refused, "{expect:?}");
+    }
+}

@@ -245,3 +245,14 @@ fn connection_cannot_remove_an_end_to_end_header() {
     assert_eq!(head.headers, vec![pair("Host", "a"), pair("Origin", "http://evil.example")]);
     assert!(head.close);
 }
+
+/// Every expectation counts; from HTTP/1.0, `100-continue` is ignored (RFC 9110, 10.1.1).
+#[test]
+fn every_expectation_counts_and_http_1_0_has_none() {
+    assert_eq!(refusal("POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nExpect: foo\r\n\r\n").status, 417);
+    assert_eq!(refusal("POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue, foo\r\n\r\n").status, 417);
+    assert!(
+        accepted("POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n").expects_continue
+    );
+    assert!(!accepted("POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n").expects_continue);
+}
