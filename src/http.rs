@@ -587,16 +587,15 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
         values("connection").flat_map(|value| value.split(',')).map(|o| o.trim().to_ascii_lowercase()).collect();
     let close = options.iter().any(|o| o == "close") || (http_1_0 && !options.iter().any(|o| o == "keep-alive"));
 
-    // A target in absolute form names the host itself, and wins over Host (RFC 9112, 3.2.2).
+    // A target in absolute form names the host itself, and takes the place of Host
+    // (RFC 9112, section 3.2.2): of the one sent, or of none (HTTP/1.0 may leave it out).
     let (target, authority) = split_target(&target, &method)?;
-    let headers = fields
-        .into_iter()
-        .filter(|(name, _)| !is_hop_by_hop(name))
-        .map(|(name, value)| match &authority {
-            Some(authority) if name.eq_ignore_ascii_case("host") => (name, authority.clone()),
-            _ => (name, value),
-        })
-        .collect();
+    let replaced = |name: &str| authority.is_some() && name.eq_ignore_ascii_case("host");
+    let mut headers: Vec<(String, String)> =
+        fields.into_iter().filter(|(name, _)| !is_hop_by_hop(name) && !replaced(name)).collect();
+    if let Some(authority) = authority {
+        headers.insert(0, ("Host".to_string(), authority));
+    }
     Ok(Head { method, target, http_1_0, headers, body, close, expects_continue })
 }
 // ANCHOR_END: head

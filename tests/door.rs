@@ -619,3 +619,16 @@ fn expect_is_read_whole_and_ignored_from_http_1_0() {
         assert_eq!(send(server.address, &post(expect, PING_ME)), refused, "{expect:?}");
     }
 }
+
+/// RFC 9112, section 3.2.2: the authority of an absolute-form target takes the place
+/// of `Host`, also when there is no `Host` to replace (HTTP/1.0 may leave it out).
+#[test]
+fn an_absolute_target_is_the_host_of_an_http_1_0_request_without_one() {
+    let server = start(&[]);
+    let request = format!(
+        "POST http://127.0.0.1/mcp HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{PING_ME}",
+        PING_ME.len()
+    );
+    let answer = send(server.address, request.as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n") && answer.contains("BISMILLAH"), "{answer:?}");
+}

@@ -256,3 +256,11 @@ fn every_expectation_counts_and_http_1_0_has_none() {
     );
     assert!(!accepted("POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n").expects_continue);
 }
+
+/// An absolute-form target's authority is the Host, whether or not one was sent.
+#[test]
+fn an_absolute_target_is_the_host_even_without_one() {
+    let head = accepted("POST http://127.0.0.1:9/mcp HTTP/1.0\r\nX-A: b\r\n\r\n");
+    assert_eq!(head.target, "/mcp");
+    assert_eq!(head.headers, vec![pair("Host", "127.0.0.1:9"), pair("X-A", "b")]);
+}
