@@ -185,6 +185,8 @@ where
             } else {
                 door(&client, &config, &workers, handler.as_ref());
             }
+            // However the connection ends, the client may have sent more than was read.
+            close_gently(&client);
             drop(slot);
         });
         // The system refused a thread: the connection closes (it was moved into the
@@ -257,7 +259,7 @@ impl Workers {
 // ANCHOR: door
 /// One client connection. For each request on it: read it whole (head, then body) or
 /// refuse it, let the handler answer it, send the answer; then wait for the client's
-/// next request on the same connection (keep-alive).
+/// next request on the same connection (keep-alive). On return, the connection closes.
 fn door<H>(client: &TcpStream, config: &Config, workers: &Workers, handler: &H)
 where
     H: Fn(&Request) -> Response,
@@ -384,8 +386,8 @@ impl Refusal {
 }
 
 // ANCHOR: refuse
-/// Answer a refusal and close. The body is a JSON-RPC error like every other error the
-/// server sends, with `"id": null` because the request was never read.
+/// Answer a refusal; the connection closes after it. The body is a JSON-RPC error like
+/// every other error the server sends, with `"id": null` because the request was never read.
 fn refuse(client: &TcpStream, refusal: Refusal) {
     if refusal.status != 0 {
         let message = json_string(&refusal.message);
@@ -398,7 +400,6 @@ fn refuse(client: &TcpStream, refusal: Refusal) {
         );
         let _ = (&*client).write_all(format!("{head}{body}").as_bytes());
     }
-    close_gently(client);
 }
 
 /// `text` as a JSON string, quotes included (RFC 8259, section 7): `"` and `\` escaped,
@@ -422,6 +423,8 @@ fn json_string(text: &str) -> String {
 /// writing, then read and drop what arrives for a moment before closing. Closed with
 /// unread data, the connection would be reset, and a client still sending its body
 /// (most HTTP libraries send it all before they read) would see the reset, not the answer.
+/// Every connection ends here: after a refusal, after `Connection: close`, after HTTP/1.0,
+/// or when the client stops reading.
 fn close_gently(client: &TcpStream) {
     let _ = client.shutdown(Shutdown::Write);
     let deadline = Instant::now() + Duration::from_secs(2);

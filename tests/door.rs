@@ -632,3 +632,32 @@ fn an_absolute_target_is_the_host_of_an_http_1_0_request_without_one() {
     let answer = send(server.address, request.as_bytes());
     assert!(answer.starts_with("HTTP/1.1 200 OK\r\n") && answer.contains("BISMILLAH"), "{answer:?}");
 }
+
+/// A client may send more than the request the door answers before it closes: the
+/// rest of a pipeline, or bytes after a `Connection: close` request. Closed with them
+/// unread, the connection is reset, and the reset can destroy the answer on its way
+/// (RFC 9112, section 9.6). Every close goes through the gentle one: the client reads
+/// the whole answer, then the end of the stream, never a reset.
+#[test]
+fn a_connection_closed_with_unread_input_is_closed_gently() {
+    let server = start(&[]);
+    let junk = "x".repeat(64 * 1024);
+    let requests = [
+        String::from_utf8(post("Connection: close\r\n", PING_ME)).unwrap(),
+        format!(
+            "POST /mcp HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{PING_ME}",
+            PING_ME.len()
+        ),
+    ];
+    for request in &requests {
+        for _ in 0..5 {
+            let mut stream = connect(server.address);
+            stream.write_all(format!("{request}{junk}").as_bytes()).unwrap();
+            let mut answer = Vec::new();
+            let ended = stream.read_to_end(&mut answer);
+            let answer = String::from_utf8_lossy(&answer);
+            assert!(ended.is_ok(), "{ended:?} after {answer:?}");
+            assert!(answer.starts_with("HTTP/1.1 200") && answer.contains("BISMILLAH"), "{answer:?}");
+        }
+    }
+}
