@@ -459,6 +459,9 @@ fn reason(status: u16) -> &'static str {
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 const MAX_HEADERS: usize = 100;
 
+/// What a client that stopped sending in the middle of a head is told (it may still read).
+const INCOMPLETE_HEAD: &str = "the head is incomplete: the client stopped sending before its empty line";
+
 /// Read up to and including the empty line that ends a head. Empty lines before the
 /// request line are skipped (RFC 9112, section 2.2). The bytes are returned as sent:
 /// [`parse_head`] decides whether they are a head.
@@ -467,13 +470,15 @@ fn read_head(from_client: &mut impl BufRead) -> Result<Vec<u8>, Refusal> {
     loop {
         let budget = (MAX_HEAD_BYTES + 1).saturating_sub(head.len()) as u64;
         let start = head.len();
-        let read = from_client.take(budget).read_until(b'\n', &mut head).map_err(Refusal::from_io)?;
+        from_client.take(budget).read_until(b'\n', &mut head).map_err(Refusal::from_io)?;
         let line = &head[start..];
-        if read == 0 {
-            return Err(Refusal::gone());
-        }
         if head.len() > MAX_HEAD_BYTES {
             return Err(Refusal::new(431, "Request Header Fields Too Large: the head is over 64 KiB"));
+        }
+        if !line.ends_with(b"\n") {
+            // The client stopped sending: before a request (nothing to answer), or in
+            // the middle of one, which it may still wait to hear about.
+            return Err(if head.is_empty() { Refusal::gone() } else { Refusal::bad(INCOMPLETE_HEAD) });
         }
         if line == b"\r\n" && start == 0 {
             head.clear(); // an empty line before the request line
@@ -609,8 +614,10 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
 fn crlf_lines(raw: &[u8]) -> Result<Vec<&[u8]>, Refusal> {
     let bare = || Refusal::bad("a bare CR or LF in the head; lines end in CRLF");
     let Some(text) = raw.strip_suffix(b"\r\n\r\n") else {
-        // `read_head` stops early at a line that does not end in CRLF.
-        return Err(if raw.contains(&b'\n') { bare() } else { Refusal::bad("the head does not end") });
+        // `read_head` stops early at a line that ends in a bare LF; any other head without
+        // its empty line is one the client did not finish.
+        let bare_lf = raw.ends_with(b"\n") && !raw.ends_with(b"\r\n");
+        return Err(if bare_lf { bare() } else { Refusal::bad(INCOMPLETE_HEAD) });
     };
     let mut lines = Vec::new();
     let mut start = 0;

@@ -661,3 +661,20 @@ fn a_connection_closed_with_unread_input_is_closed_gently() {
         }
     }
 }
+
+/// A client that stops sending in the middle of a head hears that its head is
+/// incomplete (it was told about "a bare CR or LF" it never sent, or nothing at all).
+#[test]
+fn a_head_cut_short_by_the_client_is_refused_as_incomplete() {
+    let server = start(&[]);
+    let refused = door_refusal(
+        "HTTP/1.1 400 Bad Request",
+        "Bad Request: the head is incomplete: the client stopped sending before its empty line",
+    );
+    for cut in ["POST /mcp HTTP/1.1\r\nHost: 127", "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", "POST /mcp HTTP/1.1\r"]
+    {
+        assert_eq!(send_then_stop(server.address, cut.as_bytes()), refused, "{cut:?}");
+    }
+    // Nothing at all, or blank lines only, is not a request: the connection just ends.
+    assert_eq!(send_then_stop(server.address, b"\r\n\r\n"), "");
+}

@@ -264,3 +264,14 @@ fn an_absolute_target_is_the_host_even_without_one() {
     assert_eq!(head.target, "/mcp");
     assert_eq!(head.headers, vec![pair("Host", "127.0.0.1:9"), pair("X-A", "b")]);
 }
+
+/// A head without its empty line is incomplete, not malformed.
+#[test]
+fn a_head_without_its_empty_line_is_incomplete() {
+    for cut in ["GET / HTTP/1.1\r\nHost: a\r\n", "GET / HTTP/1.1\r\nHost: a", "GET / HTTP/1.1\r"] {
+        let refused = refusal(cut);
+        assert_eq!(refused.status, 400, "{cut:?}");
+        assert!(refused.message.contains("incomplete"), "{cut:?}: {refused:?}");
+    }
+    assert!(refusal("GET / HTTP/1.1\r\nHost: a\n").message.contains("bare CR or LF"));
+}
