@@ -288,6 +288,7 @@ where
         let Some(response) = workers.run(Instant::now() + config.request_timeout, call) else {
             return refuse(client, Refusal::new(503, "Service Unavailable: every worker is busy; try again shortly"));
         };
+        drop(request); // done with: a client slow to read its answer holds the answer only
         if !send_answer(client, &head, response, config.request_timeout) || head.close {
             return;
         }
@@ -867,10 +868,12 @@ fn send_answer(client: &TcpStream, head: &Head, response: Response, timeout: Dur
         write_stream(stream, &mut writer);
         response.body = writer.collected.unwrap_or_default();
     }
-    let mut answer = tiny_http_head(status, headers, Some(response.body.len()), head);
+    let body = std::mem::take(&mut response.body);
+    let mut answer = tiny_http_head(status, headers, Some(body.len()), head);
     if !no_body {
-        answer.extend_from_slice(&response.body);
+        answer.extend_from_slice(&body);
     }
+    drop(body); // one copy of the answer waits for a slow reader, not two
     write_by(client, &answer, timeout) && !head.close // head and body in one write
 }
 
