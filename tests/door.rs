@@ -10,7 +10,7 @@
 //!   clients that never read; after a barrage, no thread or file is left behind.
 //!
 //! Deadlines are tested on the base itself, in this process, with short timeouts
-//! (`tests/door_timeouts.rs`), so that no test waits 30 seconds.
+//! (`tests/base.rs`), so that no test waits 30 seconds.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
