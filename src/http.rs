@@ -175,7 +175,7 @@ where
             }
         };
         let slot = Slot::take(&open);
-        if slot.count > config.max_connections + REFUSING_AT_ONCE {
+        if slot.count > config.max_connections.saturating_add(REFUSING_AT_ONCE) {
             continue; // so far past the cap that even a 503 costs too much: close
         }
         let (workers, config, handler) = (workers.clone(), config.clone(), handler.clone());
@@ -185,6 +185,8 @@ where
             } else {
                 door(&client, &config, &workers, handler.as_ref());
             }
+            // However the connection ends, the client may have sent more than was read.
+            close_gently(&client);
             drop(slot);
         });
         // The system refused a thread: the connection closes (it was moved into the
@@ -257,7 +259,7 @@ impl Workers {
 // ANCHOR: door
 /// One client connection. For each request on it: read it whole (head, then body) or
 /// refuse it, let the handler answer it, send the answer; then wait for the client's
-/// next request on the same connection (keep-alive).
+/// next request on the same connection (keep-alive). On return, the connection closes.
 fn door<H>(client: &TcpStream, config: &Config, workers: &Workers, handler: &H)
 where
     H: Fn(&Request) -> Response,
@@ -286,6 +288,7 @@ where
         let Some(response) = workers.run(Instant::now() + config.request_timeout, call) else {
             return refuse(client, Refusal::new(503, "Service Unavailable: every worker is busy; try again shortly"));
         };
+        drop(request); // done with: a client slow to read its answer holds the answer only
         if !send_answer(client, &head, response, config.request_timeout) || head.close {
             return;
         }
@@ -384,12 +387,12 @@ impl Refusal {
 }
 
 // ANCHOR: refuse
-/// Answer a refusal and close. The body is a JSON-RPC error like every other error the
-/// server sends, with `"id": null` because the request was never read.
+/// Answer a refusal; the connection closes after it. The body is a JSON-RPC error like
+/// every other error the server sends, with `"id": null` because the request was never read.
 fn refuse(client: &TcpStream, refusal: Refusal) {
     if refusal.status != 0 {
-        let message = refusal.message.replace('\\', "\\\\").replace('"', "\\\"");
-        let body = format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":"{message}"}}}}"#);
+        let message = json_string(&refusal.message);
+        let body = format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":{message}}}}}"#);
         let head = format!(
             "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             refusal.status,
@@ -398,13 +401,31 @@ fn refuse(client: &TcpStream, refusal: Refusal) {
         );
         let _ = (&*client).write_all(format!("{head}{body}").as_bytes());
     }
-    close_gently(client);
+}
+
+/// `text` as a JSON string, quotes included (RFC 8259, section 7): `"` and `\` escaped,
+/// and every control character too, which JSON does not allow raw. A refusal may repeat
+/// what the client sent (a header value can hold a tab), and its body must stay JSON.
+fn json_string(text: &str) -> String {
+    let mut json = String::from('"');
+    for character in text.chars() {
+        match character {
+            '"' => json.push_str("\\\""),
+            '\\' => json.push_str("\\\\"),
+            control if control < ' ' => json.push_str(&format!("\\u{:04x}", u32::from(control))),
+            other => json.push(other),
+        }
+    }
+    json.push('"');
+    json
 }
 
 /// Close a connection whose client may still be sending (RFC 9112, section 9.6): stop
 /// writing, then read and drop what arrives for a moment before closing. Closed with
 /// unread data, the connection would be reset, and a client still sending its body
 /// (most HTTP libraries send it all before they read) would see the reset, not the answer.
+/// Every connection ends here: after a refusal, after `Connection: close`, after HTTP/1.0,
+/// or when the client stops reading.
 fn close_gently(client: &TcpStream) {
     let _ = client.shutdown(Shutdown::Write);
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -439,6 +460,9 @@ fn reason(status: u16) -> &'static str {
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 const MAX_HEADERS: usize = 100;
 
+/// What a client that stopped sending in the middle of a head is told (it may still read).
+const INCOMPLETE_HEAD: &str = "the head is incomplete: the client stopped sending before its empty line";
+
 /// Read up to and including the empty line that ends a head. Empty lines before the
 /// request line are skipped (RFC 9112, section 2.2). The bytes are returned as sent:
 /// [`parse_head`] decides whether they are a head.
@@ -447,13 +471,15 @@ fn read_head(from_client: &mut impl BufRead) -> Result<Vec<u8>, Refusal> {
     loop {
         let budget = (MAX_HEAD_BYTES + 1).saturating_sub(head.len()) as u64;
         let start = head.len();
-        let read = from_client.take(budget).read_until(b'\n', &mut head).map_err(Refusal::from_io)?;
+        from_client.take(budget).read_until(b'\n', &mut head).map_err(Refusal::from_io)?;
         let line = &head[start..];
-        if read == 0 {
-            return Err(Refusal::gone());
-        }
         if head.len() > MAX_HEAD_BYTES {
             return Err(Refusal::new(431, "Request Header Fields Too Large: the head is over 64 KiB"));
+        }
+        if !line.ends_with(b"\n") {
+            // The client stopped sending: before a request (nothing to answer), or in
+            // the middle of one, which it may still wait to hear about.
+            return Err(if head.is_empty() { Refusal::gone() } else { Refusal::bad(INCOMPLETE_HEAD) });
         }
         if line == b"\r\n" && start == 0 {
             head.clear(); // an empty line before the request line
@@ -496,7 +522,8 @@ pub enum Framing {
 }
 
 /// Headers that describe this connection or this message's framing, not the request:
-/// the door acts on them and does not pass them on (RFC 9110, section 7.6.1).
+/// the door acts on them and does not pass them on (RFC 9110, section 7.6.1). A fixed
+/// list: a client cannot add to it (see `Connection` in [`parse_head`]).
 const HOP_BY_HOP: &[&str] = &[
     "connection",
     "keep-alive",
@@ -552,25 +579,32 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
     if hosts > 1 || (hosts == 0 && !http_1_0) {
         return Err(Refusal::bad("a request needs exactly one Host header"));
     }
-    let expects_continue = match values("expect").next() {
-        None => false,
-        Some(value) if value.eq_ignore_ascii_case("100-continue") => true,
-        Some(_) => return Err(Refusal::new(417, "Expectation Failed: only 100-continue is understood")),
-    };
+    // Every expectation counts, in every `Expect` header (each a list): the one known here
+    // is `100-continue`. An HTTP/1.0 client knows no interim answer, and a server MUST
+    // ignore its `100-continue` (RFC 9110, section 10.1.1).
+    let expectations: Vec<&str> =
+        values("expect").flat_map(|value| value.split(',')).map(str::trim).filter(|e| !e.is_empty()).collect();
+    if expectations.iter().any(|expectation| !expectation.eq_ignore_ascii_case("100-continue")) {
+        return Err(Refusal::new(417, "Expectation Failed: only 100-continue is understood"));
+    }
+    let expects_continue = !expectations.is_empty() && !http_1_0;
+    // `Connection` may also name other headers, for a proxy to remove before it forwards
+    // the request (RFC 9110, section 7.6.1). The door is no proxy: it reads `close` and
+    // `keep-alive` and ignores the rest, so that `Connection: Origin` cannot make it
+    // forget an `Origin` the handler must check.
     let options: Vec<String> =
         values("connection").flat_map(|value| value.split(',')).map(|o| o.trim().to_ascii_lowercase()).collect();
     let close = options.iter().any(|o| o == "close") || (http_1_0 && !options.iter().any(|o| o == "keep-alive"));
 
-    // A target in absolute form names the host itself, and wins over Host (RFC 9112, 3.2.2).
+    // A target in absolute form names the host itself, and takes the place of Host
+    // (RFC 9112, section 3.2.2): of the one sent, or of none (HTTP/1.0 may leave it out).
     let (target, authority) = split_target(&target, &method)?;
-    let headers = fields
-        .into_iter()
-        .filter(|(name, _)| !is_hop_by_hop(name) && !options.iter().any(|option| option.eq_ignore_ascii_case(name)))
-        .map(|(name, value)| match &authority {
-            Some(authority) if name.eq_ignore_ascii_case("host") => (name, authority.clone()),
-            _ => (name, value),
-        })
-        .collect();
+    let replaced = |name: &str| authority.is_some() && name.eq_ignore_ascii_case("host");
+    let mut headers: Vec<(String, String)> =
+        fields.into_iter().filter(|(name, _)| !is_hop_by_hop(name) && !replaced(name)).collect();
+    if let Some(authority) = authority {
+        headers.insert(0, ("Host".to_string(), authority));
+    }
     Ok(Head { method, target, http_1_0, headers, body, close, expects_continue })
 }
 // ANCHOR_END: head
@@ -581,8 +615,10 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
 fn crlf_lines(raw: &[u8]) -> Result<Vec<&[u8]>, Refusal> {
     let bare = || Refusal::bad("a bare CR or LF in the head; lines end in CRLF");
     let Some(text) = raw.strip_suffix(b"\r\n\r\n") else {
-        // `read_head` stops early at a line that does not end in CRLF.
-        return Err(if raw.contains(&b'\n') { bare() } else { Refusal::bad("the head does not end") });
+        // `read_head` stops early at a line that ends in a bare LF; any other head without
+        // its empty line is one the client did not finish.
+        let bare_lf = raw.ends_with(b"\n") && !raw.ends_with(b"\r\n");
+        return Err(if bare_lf { bare() } else { Refusal::bad(INCOMPLETE_HEAD) });
     };
     let mut lines = Vec::new();
     let mut start = 0;
@@ -723,7 +759,7 @@ fn read_body(
         Framing::Length(length) => {
             // Room for what has been promised, up to 64 KiB: the rest as it comes, so a
             // client that declares 4 MiB and sends nothing costs nothing.
-            let mut body = Vec::with_capacity((length as usize).min(64 * 1024));
+            let mut body = Vec::with_capacity(length.min(64 * 1024) as usize);
             from_client.take(length).read_to_end(&mut body).map_err(Refusal::from_io)?;
             if body.len() as u64 != length {
                 return Err(Refusal::gone());
@@ -761,7 +797,11 @@ fn read_chunks(from_client: &mut impl BufRead, limit: usize) -> Result<Vec<u8>, 
         if size == 0 {
             break;
         }
-        if body.len() as u64 + size > limit as u64 {
+        // The room left under the limit decides, never `body.len() + size`: with a size
+        // near 2^64 that sum wraps around to a small number (release builds do not check)
+        // and "the chunk" is read without end.
+        let room = limit.saturating_sub(body.len());
+        if size > room as u64 {
             return Err(ChunkProblem::TooLarge);
         }
         let before = body.len();
@@ -828,10 +868,12 @@ fn send_answer(client: &TcpStream, head: &Head, response: Response, timeout: Dur
         write_stream(stream, &mut writer);
         response.body = writer.collected.unwrap_or_default();
     }
-    let mut answer = tiny_http_head(status, headers, Some(response.body.len()), head);
+    let body = std::mem::take(&mut response.body);
+    let mut answer = tiny_http_head(status, headers, Some(body.len()), head);
     if !no_body {
-        answer.extend_from_slice(&response.body);
+        answer.extend_from_slice(&body);
     }
+    drop(body); // one copy of the answer waits for a slow reader, not two
     write_by(client, &answer, timeout) && !head.close // head and body in one write
 }
 

@@ -10,7 +10,7 @@
 //!   clients that never read; after a barrage, no thread or file is left behind.
 //!
 //! Deadlines are tested on the base itself, in this process, with short timeouts
-//! (`tests/door_timeouts.rs`), so that no test waits 30 seconds.
+//! (`tests/base.rs`), so that no test waits 30 seconds.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -511,4 +511,170 @@ fn tiny_http_alone_strands_a_connection_that_arrives_behind_an_idle_one() {
         drop(busy);
     }
     assert!(stranded > 0, "tiny_http served every connection: is the TaskPool race fixed upstream?");
+}
+
+// ---------------------------------------------------------------------------
+// Found by a second audit of a release build (issue 10, second round).
+// ---------------------------------------------------------------------------
+
+/// Send `bytes`, stop sending (FIN), and read until the server closes.
+fn send_then_stop(address: SocketAddr, bytes: &[u8]) -> String {
+    let mut stream = connect(address);
+    stream.write_all(bytes).unwrap();
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    read_all(&mut stream)
+}
+
+/// A refusal from the door, byte for byte: it has no `Date`, so all of it is fixed.
+fn door_refusal(status_line: &str, message: &str) -> String {
+    let body = format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":"{message}"}}}}"#);
+    format!(
+        "{status_line}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// The body of the (last) answer in `answer`.
+fn body_of(answer: &str) -> &str {
+    answer.rsplit_once("\r\n\r\n").map_or("", |(_, body)| body)
+}
+
+/// A chunk size of 2^64 - 1 after a first chunk: added to the body so far, it wrapped
+/// around to a small number (release builds do not check), passed the limit, and the
+/// door read "the chunk" into memory without end (400 MiB in a second). Whatever the
+/// sizes, the room left under the limit decides.
+#[test]
+fn a_chunk_size_that_would_overflow_the_running_total_is_413() {
+    let mut server = start(&[]);
+    for (first, size) in
+        [("1\r\n{", "ffffffffffffffff"), ("2\r\n{}", "fffffffffffffffe"), ("1\r\n{", "fffffffffffffff0")]
+    {
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n{first}\r\n{size}\r\nxxxxxxxx"
+        );
+        let answer = send_then_stop(server.address, request.as_bytes());
+        let expected = door_refusal("HTTP/1.1 413 Content Too Large", "Request body larger than 4194304 bytes");
+        assert_eq!(answer, expected, "a chunk of {size} after {first:?}");
+        assert_serves(&mut server, "a chunk size that overflows");
+    }
+}
+
+/// `Connection` names hop-by-hop headers for a proxy to remove. The door is no proxy:
+/// a client that lists `Origin` there must not make the door forget its `Origin` (the
+/// guard's 403 was skipped), nor any other header the handler reads.
+#[test]
+fn a_connection_header_cannot_delete_an_end_to_end_header() {
+    let server = start(&[]);
+    let answer = send(server.address, &post("Origin: http://evil.example\r\nConnection: Origin, close\r\n", PING_ME));
+    assert_eq!(status(&answer), 403, "{answer:?}");
+    assert_eq!(
+        body_of(&answer),
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Forbidden: Origin 'http://evil.example' is not allowed"}}"#
+    );
+    let answer = send(
+        server.address,
+        &post("MCP-Protocol-Version: 1999-01-01\r\nConnection: MCP-Protocol-Version, close\r\n", PING_ME),
+    );
+    assert_eq!(status(&answer), 400, "{answer:?}");
+    assert!(body_of(&answer).contains("1999-01-01"), "{answer:?}");
+}
+
+/// A refusal's body is JSON, whatever the value it repeats: a tab (which a header value
+/// may hold) is escaped as JSON requires (`\u0009`), not sent raw.
+#[test]
+fn a_refusal_body_is_valid_json_whatever_it_repeats() {
+    let server = start(&[]);
+    let answer = send(server.address, b"POST /mcp HTTP/1.0\r\nTransfer-Encoding: a\tb\x7fc\r\n\r\n");
+    // DEL is no field byte, so that one is refused for what it is; a tab alone passes.
+    assert_eq!(status(&answer), 400, "{answer:?}");
+    let answer = send(server.address, b"POST /mcp HTTP/1.0\r\nTransfer-Encoding: a\tb\r\n\r\n");
+    assert_eq!(
+        answer,
+        door_refusal("HTTP/1.1 400 Bad Request", r"Bad Request: HTTP/1.0 has no Transfer-Encoding (a\u0009b)")
+    );
+    serde_json::from_str::<serde_json::Value>(body_of(&answer)).expect("the body is JSON");
+}
+
+/// RFC 9110, section 10.1.1: a server MUST ignore `100-continue` from an HTTP/1.0
+/// client (which does not know the interim answer), and every expectation counts, not
+/// only the first `Expect` header's.
+#[test]
+fn expect_is_read_whole_and_ignored_from_http_1_0() {
+    let server = start(&[]);
+    let request = format!(
+        "POST /mcp HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n\
+         Content-Length: {}\r\n\r\n{PING_ME}",
+        PING_ME.len()
+    );
+    let answer = send(server.address, request.as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "no 100 Continue for HTTP/1.0: {answer:?}");
+    assert!(answer.contains("BISMILLAH"), "{answer:?}");
+    let refused =
+        door_refusal("HTTP/1.1 417 Expectation Failed", "Expectation Failed: only 100-continue is understood");
+    for expect in [
+        "Expect: 100-continue\r\nExpect: foo\r\n",
+        "Expect: 100-continue, foo\r\n",
+        "Expect: foo\r\nExpect: 100-continue\r\n",
+    ] {
+        assert_eq!(send(server.address, &post(expect, PING_ME)), refused, "{expect:?}");
+    }
+}
+
+/// RFC 9112, section 3.2.2: the authority of an absolute-form target takes the place
+/// of `Host`, also when there is no `Host` to replace (HTTP/1.0 may leave it out).
+#[test]
+fn an_absolute_target_is_the_host_of_an_http_1_0_request_without_one() {
+    let server = start(&[]);
+    let request = format!(
+        "POST http://127.0.0.1/mcp HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{PING_ME}",
+        PING_ME.len()
+    );
+    let answer = send(server.address, request.as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n") && answer.contains("BISMILLAH"), "{answer:?}");
+}
+
+/// A client may send more than the request the door answers before it closes: the
+/// rest of a pipeline, or bytes after a `Connection: close` request. Closed with them
+/// unread, the connection is reset, and the reset can destroy the answer on its way
+/// (RFC 9112, section 9.6). Every close goes through the gentle one: the client reads
+/// the whole answer, then the end of the stream, never a reset.
+#[test]
+fn a_connection_closed_with_unread_input_is_closed_gently() {
+    let server = start(&[]);
+    let junk = "x".repeat(64 * 1024);
+    let requests = [
+        String::from_utf8(post("Connection: close\r\n", PING_ME)).unwrap(),
+        format!(
+            "POST /mcp HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{PING_ME}",
+            PING_ME.len()
+        ),
+    ];
+    for request in &requests {
+        for _ in 0..5 {
+            let mut stream = connect(server.address);
+            stream.write_all(format!("{request}{junk}").as_bytes()).unwrap();
+            let mut answer = Vec::new();
+            let ended = stream.read_to_end(&mut answer);
+            let answer = String::from_utf8_lossy(&answer);
+            assert!(ended.is_ok(), "{ended:?} after {answer:?}");
+            assert!(answer.starts_with("HTTP/1.1 200") && answer.contains("BISMILLAH"), "{answer:?}");
+        }
+    }
+}
+
+/// A client that stops sending in the middle of a head hears that its head is
+/// incomplete (it was told about "a bare CR or LF" it never sent, or nothing at all).
+#[test]
+fn a_head_cut_short_by_the_client_is_refused_as_incomplete() {
+    let server = start(&[]);
+    let refused = door_refusal(
+        "HTTP/1.1 400 Bad Request",
+        "Bad Request: the head is incomplete: the client stopped sending before its empty line",
+    );
+    for cut in ["POST /mcp HTTP/1.1\r\nHost: 127", "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", "POST /mcp HTTP/1.1\r"]
+    {
+        assert_eq!(send_then_stop(server.address, cut.as_bytes()), refused, "{cut:?}");
+    }
+    // Nothing at all, or blank lines only, is not a request: the connection just ends.
+    assert_eq!(send_then_stop(server.address, b"\r\n\r\n"), "");
 }

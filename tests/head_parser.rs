@@ -47,6 +47,7 @@ const FIELDS: &[&str] = &[
     "Connection: close",
     "Connection: keep-alive",
     "Connection: Upgrade",
+    "Connection: Content-Type, Host",
     "Upgrade: h2c",
     "TE: chunked",
     "Expect: 100-continue",
@@ -138,22 +139,11 @@ fn tiny_http_reading(server: &tiny_http::Server, raw: &[u8], body: &[u8]) -> Rea
 }
 
 /// Headers that describe the connection or the framing, not the request: the door does
-/// not pass them on, so they are not compared.
+/// not pass them on, so they are not compared. A fixed list: the headers a client names
+/// in `Connection` are passed on (the door is no proxy), so they are compared too.
 fn end_to_end(headers: &[(String, String)]) -> Vec<(String, String)> {
     let hop = ["connection", "keep-alive", "te", "transfer-encoding", "upgrade", "expect", "content-length"];
-    let named: Vec<String> = headers
-        .iter()
-        .filter(|(name, _)| name.eq_ignore_ascii_case("connection"))
-        .flat_map(|(_, value)| value.split(',').map(|o| o.trim().to_ascii_lowercase()).collect::<Vec<_>>())
-        .collect();
-    headers
-        .iter()
-        .filter(|(name, _)| {
-            let name = name.to_ascii_lowercase();
-            !hop.contains(&name.as_str()) && !named.contains(&name)
-        })
-        .cloned()
-        .collect()
+    headers.iter().filter(|(name, _)| !hop.contains(&name.to_ascii_lowercase().as_str())).cloned().collect()
 }
 
 #[test]
@@ -233,4 +223,55 @@ fn the_parser_decides_these_heads_so() {
     assert_eq!(status("GET / HTTP/3.0\r\nHost: a\r\n\r\n"), 505);
     assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n"), 417);
     assert_eq!(status("GET https://user@host/ HTTP/1.1\r\nHost: host\r\n\r\n"), 400);
+}
+
+fn accepted(raw: &str) -> Head {
+    parse_head(raw.as_bytes()).unwrap_or_else(|refusal| panic!("{raw:?}: {refusal:?}"))
+}
+
+fn refusal(raw: &str) -> mcp_workbook::http::Refusal {
+    parse_head(raw.as_bytes()).expect_err(raw)
+}
+
+fn pair(name: &str, value: &str) -> (String, String) {
+    (name.to_string(), value.to_string())
+}
+
+/// `Connection` may name any header; the door is no proxy, and removes none for it.
+#[test]
+fn connection_cannot_remove_an_end_to_end_header() {
+    let head =
+        accepted("POST /mcp HTTP/1.1\r\nHost: a\r\nOrigin: http://evil.example\r\nConnection: Origin, close\r\n\r\n");
+    assert_eq!(head.headers, vec![pair("Host", "a"), pair("Origin", "http://evil.example")]);
+    assert!(head.close);
+}
+
+/// Every expectation counts; from HTTP/1.0, `100-continue` is ignored (RFC 9110, 10.1.1).
+#[test]
+fn every_expectation_counts_and_http_1_0_has_none() {
+    assert_eq!(refusal("POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nExpect: foo\r\n\r\n").status, 417);
+    assert_eq!(refusal("POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue, foo\r\n\r\n").status, 417);
+    assert!(
+        accepted("POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n").expects_continue
+    );
+    assert!(!accepted("POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n").expects_continue);
+}
+
+/// An absolute-form target's authority is the Host, whether or not one was sent.
+#[test]
+fn an_absolute_target_is_the_host_even_without_one() {
+    let head = accepted("POST http://127.0.0.1:9/mcp HTTP/1.0\r\nX-A: b\r\n\r\n");
+    assert_eq!(head.target, "/mcp");
+    assert_eq!(head.headers, vec![pair("Host", "127.0.0.1:9"), pair("X-A", "b")]);
+}
+
+/// A head without its empty line is incomplete, not malformed.
+#[test]
+fn a_head_without_its_empty_line_is_incomplete() {
+    for cut in ["GET / HTTP/1.1\r\nHost: a\r\n", "GET / HTTP/1.1\r\nHost: a", "GET / HTTP/1.1\r"] {
+        let refused = refusal(cut);
+        assert_eq!(refused.status, 400, "{cut:?}");
+        assert!(refused.message.contains("incomplete"), "{cut:?}: {refused:?}");
+    }
+    assert!(refusal("GET / HTTP/1.1\r\nHost: a\n").message.contains("bare CR or LF"));
 }

@@ -368,7 +368,9 @@ fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Vec<String
     // can act on (each names its argument): a `required` argument missing, an argument
     // the schema does not have (`additionalProperties: false`), and per property a
     // wrong `type`, a value outside its `enum`, below its `minimum` or above its
-    // `maximum` (both bounds allowed). Every problem, not the first. Empty when all is well.
+    // `maximum` (both bounds allowed). Every problem, not only the first, but at most five
+    // listed, then `and N more`; names the client chose go through `echo`, as values do.
+    // Empty when all is well.
     todo!("check the arguments against the schema")
     // END TODO
 }
