@@ -2296,48 +2296,51 @@ fn run_tool(tool: &Tool, arguments: &Map<String, Value>, call: &mut Call) -> Res
 /// `additionalProperties: false`, and per property `type`, `enum`, `minimum` and
 /// `maximum`. (A full JSON Schema validator knows them all; chapter 6's test uses one.)
 fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Vec<String> {
+    // A request may hold thousands of wrong arguments. The answer lists the first few
+    // and counts the rest, and repeats each name through `echo`: whatever the request,
+    // the answer stays a few lines long.
+    const LISTED: usize = 5;
     let mut problems = Vec::new();
+    let mut unlisted = 0;
+    let mut note = |problem: String| if problems.len() < LISTED { problems.push(problem) } else { unlisted += 1 };
     let required = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str);
     for name in required.filter(|name| !arguments.contains_key(*name)) {
-        problems.push(format!("`{name}` is missing"));
+        note(format!("`{}` is missing", echo(name)));
     }
     for (name, value) in arguments {
-        let Some(property) = schema["properties"].get(name) else {
+        let property = schema["properties"].get(name);
+        let name = echo(name); // the client chose it
+        let Some(property) = property else {
             if schema["additionalProperties"] == false {
-                problems.push(format!("`{name}` is not an argument of this tool"));
+                note(format!("`{name}` is not an argument of this tool"));
             }
             continue;
         };
         if let Some(expected) = property["type"].as_str()
             && !has_type(value, expected)
         {
-            problems.push(format!("`{name}` must be of type {expected}, not {}", echo(&value.to_string())));
+            note(format!("`{name}` must be of type {expected}, not {}", echo(&value.to_string())));
             continue;
         }
         if let Some(allowed) = property["enum"].as_array()
             && !allowed.contains(value)
         {
             let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            problems.push(format!("`{name}` must be one of {}, not {}", allowed.join(", "), echo(&value.to_string())));
+            note(format!("`{name}` must be one of {}, not {}", allowed.join(", "), echo(&value.to_string())));
         }
         if let (Some(number), Some(minimum)) = (value.as_f64(), property["minimum"].as_f64())
             && number < minimum
         {
-            problems.push(format!(
-                "`{name}` must be at least {}, not {}",
-                property["minimum"],
-                echo(&value.to_string())
-            ));
+            note(format!("`{name}` must be at least {}, not {}", property["minimum"], echo(&value.to_string())));
         }
         if let (Some(number), Some(maximum)) = (value.as_f64(), property["maximum"].as_f64())
             && number > maximum
         {
-            problems.push(format!(
-                "`{name}` must be at most {}, not {}",
-                property["maximum"],
-                echo(&value.to_string())
-            ));
+            note(format!("`{name}` must be at most {}, not {}", property["maximum"], echo(&value.to_string())));
         }
+    }
+    if unlisted > 0 {
+        problems.push(format!("and {unlisted} more"));
     }
     problems
 }
