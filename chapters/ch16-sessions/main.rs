@@ -1750,7 +1750,7 @@ struct Sessions {
     /// How long a session may go unused; `None`: as long as the process (stdio).
     idle: Option<Duration>,
     /// The key session ids are made with, this process's own (`--fixed-session-key`
-    /// in tests): ids from two instances never collide, and none can be guessed.
+    /// in tests): two instances do not hand out the same ids, and none can be guessed.
     key: [u8; 16],
     /// How many sessions were ever opened: each id is made from its number.
     opened: AtomicU64,
