@@ -273,12 +273,12 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
             for line in request_lines(exchange) {
                 say(&mut text, &format!("  {line}"));
             }
-            if let Some(during) = &exchange.during {
-                let events = match during.after_events {
-                    1 => "event".to_string(),
-                    n => format!("{n} events"),
+            for during in &exchange.during {
+                let after = match during.after_events {
+                    0 => "Once the answer's head had come, the client".to_string(),
+                    1 => "Once the answer's first event had come, the client".to_string(),
+                    n => format!("Once the answer's first {n} events had come, the client"),
                 };
-                let after = format!("Once the answer's first {events} had come, the client");
                 match &during.action {
                     Interruption::Close => say(&mut text, &format!("{after} closed its side and read on.")),
                     Interruption::Send { request, expected } => {
@@ -292,7 +292,9 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
             text.push('\n');
             match &outcome.actual {
                 Ok(actual) => text.push_str(&side_by_side(&exchange.expected, actual, &outcome.mismatches, &allowed)),
-                Err(error) if error.starts_with(replay::SIDE_ANSWER_DIFFERS) => {
+                Err(error)
+                    if error.starts_with(replay::SIDE_ANSWER_DIFFERS) || error.starts_with(replay::STILL_OPEN) =>
+                {
                     say(&mut text, &format!("But {error}."));
                 }
                 Err(error) => {
@@ -467,6 +469,11 @@ fn why_it_failed(checked: &Checked, target: &Target) -> Option<String> {
                     .to_string(),
             )
         }
+        (Exchanged::Http(Outcome { actual: Err(error), .. }), _) if error.starts_with(replay::STILL_OPEN) => Some(
+            "Your server kept the answer open after the client's last action: it should have ended it (the \
+             client left, or what the stream belongs to ended)."
+                .into(),
+        ),
         (Exchanged::Http(Outcome { actual: Err(_), .. }), Target::Url(url)) => {
             Some(format!("Is your server still running at {url}?"))
         }
@@ -834,7 +841,7 @@ mod tests {
                 headers: vec![("Content-Type".into(), "application/json".into())],
                 body: expected.into(),
             },
-            during: None,
+            during: Vec::new(),
         }
     }
 

@@ -163,50 +163,69 @@ pub fn open(address: SocketAddr, request: &HttpRequest) -> io::Result<TcpStream>
 // ANCHOR_END: send
 
 /// Send an exchange's request, as its transcript writes it (`http` or `raw`), and do
-/// what its `<!-- client: ... -->` line says while the answer streams in.
+/// what its `<!-- client: ... -->` lines say while the answer streams in.
 pub fn send_exchange(address: SocketAddr, exchange: &Exchange) -> io::Result<HttpResponse> {
-    match (&exchange.raw, &exchange.during) {
-        (Some(raw), _) => send_raw(address, &raw.bytes),
-        (None, Some(during)) => send_interrupted(address, &exchange.request, during),
-        (None, None) => send(address, &exchange.request),
+    match &exchange.raw {
+        Some(raw) => send_raw(address, &raw.bytes),
+        None if exchange.during.is_empty() => send(address, &exchange.request),
+        None => send_interrupted(address, &exchange.request, &exchange.during),
     }
 }
 
 // ANCHOR: interrupted
-/// Send `request`, read its answer until `during.after_events` events have come, then
-/// act: half-close the connection, or send another request (whose answer must be the
-/// one expected). Then read on until the server closes the connection, and give what
-/// came, however it ended: a stream cut short is the point of such an exchange.
-pub fn send_interrupted(address: SocketAddr, request: &HttpRequest, during: &During) -> io::Result<HttpResponse> {
+/// Send `request`, and act while its answer streams in: for each action in turn, read
+/// until the answer's head and `after_events` events have come, then half-close the
+/// connection, or send another request (whose answer must be the one expected). Then
+/// read on until the server closes the connection, and give what came, however it
+/// ended: a stream cut short is the point of such an exchange. A server that has not
+/// closed it within [`TIMEOUT`] gives no answer: a stream that should have ended (its
+/// session did) and goes on is a difference too.
+pub fn send_interrupted(address: SocketAddr, request: &HttpRequest, during: &[During]) -> io::Result<HttpResponse> {
     let mut stream = open(address, request)?;
     let deadline = Instant::now() + TIMEOUT;
     let mut raw = Vec::new();
     let mut buffer = [0u8; 4096];
-    while events_in(&raw) < during.after_events {
-        let read = stream.read(&mut buffer)?;
-        if read == 0 || Instant::now() > deadline {
-            break; // the answer ended before that many events: compare what came
+    for action in during {
+        // The head first, even for `after 0 events`: what the server does once it has
+        // answered (a stream it has opened) is then in place.
+        while !has_head(&raw) || events_in(&raw) < action.after_events {
+            let read = stream.read(&mut buffer)?;
+            if read == 0 || Instant::now() > deadline {
+                break; // the answer ended before that many events: compare what came
+            }
+            raw.extend_from_slice(&buffer[..read]);
         }
-        raw.extend_from_slice(&buffer[..read]);
-    }
-    match &during.action {
-        Interruption::Close => stream.shutdown(std::net::Shutdown::Write)?,
-        Interruption::Send { request, expected } => {
-            let answer = send(address, request)?;
-            if !compare(expected, &answer).is_empty() {
-                return Err(io::Error::other(format!(
-                    "{SIDE_ANSWER_DIFFERS} {} {}, not {} {}",
-                    answer.status,
-                    answer.body.trim(),
-                    expected.status,
-                    expected.body.trim()
-                )));
+        match &action.action {
+            Interruption::Close => stream.shutdown(std::net::Shutdown::Write)?,
+            Interruption::Send { request, expected } => {
+                let answer = send(address, request)?;
+                if !compare(expected, &answer).is_empty() {
+                    return Err(io::Error::other(format!(
+                        "{SIDE_ANSWER_DIFFERS} {} {}, not {} {}",
+                        answer.status,
+                        answer.body.trim(),
+                        expected.status,
+                        expected.body.trim()
+                    )));
+                }
             }
         }
     }
     // Read on: a server that goes on sending shows it here.
-    let _ = stream.read_to_end(&mut raw);
+    if let Err(error) = stream.read_to_end(&mut raw)
+        && matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+    {
+        return Err(io::Error::other(format!("{STILL_OPEN} {TIMEOUT:?} after the client's last action")));
+    }
     parse_partial_response(&raw)
+}
+
+/// How [`send_interrupted`]'s error begins when the server kept the answer open.
+pub const STILL_OPEN: &str = "the server had not ended its answer";
+
+/// Whether the bytes so far hold a whole head (a `100 Continue` aside).
+fn has_head(raw: &[u8]) -> bool {
+    parse_partial_response(raw).is_ok()
 }
 
 /// How [`send_interrupted`]'s error begins when the request sent during the stream got

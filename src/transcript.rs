@@ -52,13 +52,45 @@
 //!   missing or extra event, or framing that does not split into the same events, is a
 //!   difference.
 //! - A `<!-- client: ... -->` line inside an exchange makes the client do something
-//!   while the response streams in, once it has read the first N events:
-//!   `<!-- client: after 1 event, closes -->` half-closes the connection (the client
-//!   sends nothing more) and reads on until the server closes it: the response is what
-//!   arrived, however it ended. `<!-- client: after 1 event, sends the request below
-//!   -->` needs four `http` blocks: the request, a second request sent on a connection
-//!   of its own after N events, the answer that one must get, and then the first
-//!   request's whole response.
+//!   while the response streams in, once it has read the response's head and its first
+//!   N events: `<!-- client: after 1 event, closes -->` half-closes the connection (the
+//!   client sends nothing more); `<!-- client: after 1 event, sends the request below
+//!   -->` sends the next request on a connection of its own, which must get the answer
+//!   written below it. An exchange may hold several client lines: the actions happen in
+//!   the order of the lines, each once the response so far holds its N events (N never
+//!   smaller than the line before's; `after 0 events` waits for the head only). The
+//!   blocks are then `2 + 2k` `http` blocks for `k` lines that send: the request; for
+//!   each line that sends, in order, its request and the answer that one must get; and
+//!   last the first request's whole response. After the last action the client reads
+//!   on until the server closes the connection: the response is what arrived, however
+//!   it ended, but a server that has not closed the connection within the replay's
+//!   timeout (10 s) gives no answer at all. A stream that never ends by itself (the
+//!   session's own, chapter 17) needs a last action that ends it, such as a `DELETE`
+//!   of its session.
+//!
+//!   ````markdown
+//!   <!-- client: after 0 events, sends the request below -->
+//!   <!-- client: after 1 event, sends the request below -->
+//!
+//!   ```http
+//!   GET /mcp HTTP/1.1            (the request whose response streams)
+//!   ```
+//!   ```http
+//!   POST /mcp HTTP/1.1           (the first line's request ...)
+//!   ```
+//!   ```http
+//!   HTTP/1.1 200 OK              (... and its answer)
+//!   ```
+//!   ```http
+//!   DELETE /mcp HTTP/1.1         (the second line's request ...)
+//!   ```
+//!   ```http
+//!   HTTP/1.1 204 No Content      (... and its answer)
+//!   ```
+//!   ```http
+//!   HTTP/1.1 200 OK              (the GET's whole response)
+//!   ```
+//!   ````
 //! - A `<!-- hint: ... -->` line inside an exchange (one line, an HTML comment, so the
 //!   book does not show it) is what `cargo run -- check` prints when a learner's server
 //!   gets that exchange wrong: one sentence on the rule, and where the book and the spec
@@ -140,14 +172,15 @@ pub struct Exchange {
     /// For a `raw` block: the bytes to send instead of `request`.
     pub raw: Option<RawRequest>,
     pub expected: HttpResponse,
-    /// A `<!-- client: ... -->` line: what the client does while the response streams.
-    pub during: Option<During>,
+    /// The `<!-- client: ... -->` lines: what the client does while the response
+    /// streams, in order. Empty: it only reads.
+    pub during: Vec<During>,
 }
 
-/// What a client does while a response streams in (a `<!-- client: ... -->` line).
+/// One thing a client does while a response streams in (a `<!-- client: ... -->` line).
 #[derive(Debug, Clone, PartialEq)]
 pub struct During {
-    /// How many events it reads first.
+    /// How many events of the response it has read first, counted from its start.
     pub after_events: usize,
     pub action: Interruption,
 }
@@ -336,67 +369,73 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
     let mut current: Option<Draft> = None;
 
     let mut finish = |current: Option<Draft>| -> Result<(), ParseError> {
-        let Some(Draft { title, line, hint, client, blocks }) = current else { return Ok(()) };
+        let Some(Draft { title, line, hint, clients, blocks }) = current else { return Ok(()) };
         let infos: Vec<&str> = blocks.iter().map(|b| b.info.as_str()).collect();
+        let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
         // A stdio client's line names lines, not events; it needs two `stdin` blocks.
-        let writes_later = client.as_ref().is_some_and(|(text, _)| text.ends_with("writes the lines below"));
-        let during = client.clone().filter(|_| !writes_later).map(|(text, at)| parse_client(&text, at)).transpose()?;
+        let writes_later = clients.iter().any(|(text, _)| text.ends_with("writes the lines below"));
+        if writes_later {
+            let ([(text, at)], ["stdin", "stdin", "stdout"], [first, second, output]) =
+                (clients.as_slice(), infos.as_slice(), blocks.as_slice())
+            else {
+                return Err(ParseError {
+                    line,
+                    message: format!(
+                        "exchange {title:?} writes lines later: it needs one client line and stdin, stdin, stdout blocks"
+                    ),
+                });
+            };
+            let then = StdioThen { after_lines: parse_stdio_client(text, *at)?, input: owned(second) };
+            let (input, expected) = (owned(first), owned(output));
+            stdio.push(StdioExchange { title, line, hint, input, raw: None, expected, then: Some(then) });
+            return Ok(());
+        }
+        let mut during = clients.iter().map(|(text, at)| parse_client(text, *at)).collect::<Result<Vec<_>, _>>()?;
+        if let Some(pair) = during.windows(2).find(|pair| pair[1].after_events < pair[0].after_events) {
+            return Err(ParseError {
+                line,
+                message: format!(
+                    "exchange {title:?}: a client line after {} events comes after one after {}: they go in order",
+                    pair[1].after_events, pair[0].after_events
+                ),
+            });
+        }
+        let sends = during.iter().filter(|d| matches!(d.action, Interruption::Send { .. })).count();
         match (infos.as_slice(), blocks.as_slice()) {
-            (["stdin", "stdin", "stdout"], [first, second, output]) => {
-                let (text, at) = client.filter(|_| writes_later).ok_or_else(|| ParseError {
+            (["stdin", "stdin", "stdout"], _) => {
+                return Err(ParseError {
                     line,
                     message: format!(
                         "exchange {title:?} has two stdin blocks: it needs a `<!-- client: after N lines, writes \
                          the lines below -->` line"
                     ),
-                })?;
-                let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
-                let then = StdioThen { after_lines: parse_stdio_client(&text, at)?, input: owned(second) };
-                let (input, expected) = (owned(first), owned(output));
-                stdio.push(StdioExchange { title, line, hint, input, raw: None, expected, then: Some(then) });
-            }
-            _ if writes_later => {
-                return Err(ParseError {
-                    line,
-                    message: format!("exchange {title:?} writes lines later: it needs stdin, stdin, stdout blocks"),
                 });
             }
-            (["http", "http", "http", "http"], [request, side_request, side_response, response]) => {
-                let Some(During { after_events, action: Interruption::Send { .. } }) = during else {
-                    return Err(ParseError {
-                        line,
-                        message: format!(
-                            "exchange {title:?} has four http blocks: it needs a `<!-- client: after N events, \
-                             sends the request below -->` line"
-                        ),
-                    });
-                };
-                let action = Interruption::Send {
-                    request: parse_request(&lines[side_request.content.clone()], side_request.line)?,
-                    expected: parse_response(&lines[side_response.content.clone()], side_response.line)?,
-                };
-                exchanges.push(Exchange {
-                    title,
-                    line,
-                    hint,
-                    request: parse_request(&lines[request.content.clone()], request.line)?,
-                    raw: None,
-                    expected: parse_response(&lines[response.content.clone()], response.line)?,
-                    during: Some(During { after_events, action }),
-                });
-            }
-            _ if matches!(&during, Some(During { action: Interruption::Send { .. }, .. })) => {
-                return Err(ParseError {
-                    line,
-                    message: format!("exchange {title:?} sends a request during the stream: it needs four http blocks"),
-                });
-            }
-            ([kind @ ("http" | "raw"), "http"], [request, response]) => {
+            ([kind @ ("http" | "raw"), middle @ .., "http"], [request, sides @ .., response])
+                if middle.len() == 2 * sends && middle.iter().all(|info| *info == "http") =>
+            {
+                // Each line that sends takes the next two blocks: its request and its answer.
+                let mut sides = sides.chunks(2);
+                for During { action, .. } in &mut during {
+                    if let Interruption::Send { request, expected } = action {
+                        let [side_request, side_response] = sides.next().expect("two blocks per request") else {
+                            unreachable!("chunks of two")
+                        };
+                        *request = parse_request(&lines[side_request.content.clone()], side_request.line)?;
+                        *expected = parse_response(&lines[side_response.content.clone()], side_response.line)?;
+                    }
+                }
                 let content = &lines[request.content.clone()];
                 let raw = (*kind == "raw")
                     .then(|| raw_request(content, request.line))
                     .transpose()?
                     .map(|bytes| RawRequest { lines: content.iter().map(|l| l.to_string()).collect(), bytes });
+                if raw.is_some() && !during.is_empty() {
+                    return Err(ParseError {
+                        line,
+                        message: format!("exchange {title:?}: a raw request takes no client line"),
+                    });
+                }
                 exchanges.push(Exchange {
                     title,
                     line,
@@ -407,11 +446,23 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                     during,
                 });
             }
-            ([kind @ ("stdin" | "raw"), "stdout"], [input, output]) => {
+            (["http" | "raw", .., "http"], _) if infos.iter().all(|info| ["http", "raw"].contains(info)) => {
+                let plural = if sends == 1 { "" } else { "s" };
+                return Err(ParseError {
+                    line,
+                    message: format!(
+                        "exchange {title:?} has {} http blocks, and {sends} client line{plural} that send{}: it needs \
+                         {} (the request, a request and its answer for each line that sends, the response)",
+                        infos.len(),
+                        if sends == 1 { "s" } else { "" },
+                        2 + 2 * sends
+                    ),
+                });
+            }
+            ([kind @ ("stdin" | "raw"), "stdout"], [input, output]) if during.is_empty() => {
                 if input.content.is_empty() {
                     return Err(ParseError { line: input.line, message: format!("empty {kind} block") });
                 }
-                let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
                 let raw = (*kind == "raw").then(|| raw_stdin(&lines[input.content.clone()], input.line)).transpose()?;
                 let (input, expected) = (owned(input), owned(output));
                 stdio.push(StdioExchange { title, line, hint, input, raw, expected, then: None });
@@ -433,7 +484,7 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
         match piece {
             Piece::Heading { title, line } => {
                 finish(current.take())?;
-                current = Some(Draft { title, line, hint: None, client: None, blocks: Vec::new() });
+                current = Some(Draft { title, line, hint: None, clients: Vec::new(), blocks: Vec::new() });
             }
             Piece::Hint { text, line } => match current.as_mut() {
                 Some(Draft { hint: hint @ None, .. }) => *hint = Some(text),
@@ -441,8 +492,7 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                 None => return Err(ParseError { line, message: "hint before the first ### exchange".into() }),
             },
             Piece::Client { text, line } => match current.as_mut() {
-                Some(Draft { client: client @ None, .. }) => *client = Some((text, line)),
-                Some(_) => return Err(ParseError { line, message: "a second client line in one exchange".into() }),
+                Some(Draft { clients, .. }) => clients.push((text, line)),
                 None => return Err(ParseError { line, message: "client line before the first ### exchange".into() }),
             },
             Piece::Block(block) if EXCHANGE_BLOCKS.contains(&block.info.as_str()) => match current.as_mut() {
@@ -472,8 +522,8 @@ struct Draft {
     title: String,
     line: usize,
     hint: Option<String>,
-    /// The `<!-- client: ... -->` line's text, and where it is.
-    client: Option<(String, usize)>,
+    /// The `<!-- client: ... -->` lines' texts, and where each is.
+    clients: Vec<(String, usize)>,
     blocks: Vec<Block>,
 }
 
@@ -668,8 +718,8 @@ pub fn replace_stdout(text: &str, outputs: &[Vec<String>]) -> Result<String, Par
     replace_blocks(&lines, &blocks, &texts, "stdout")
 }
 
-/// In each exchange, the content of its last block (the answer; the second of two, the
-/// fourth of four), when it has this info string.
+/// In each exchange, the content of its last block (the answer: the second of two, the
+/// last of `2 + 2k`), when it has this info string.
 fn exchange_blocks(lines: &[&str], info: &str) -> Result<Vec<std::ops::Range<usize>>, ParseError> {
     let mut found = Vec::new();
     let mut current: Vec<Block> = Vec::new();
@@ -841,6 +891,79 @@ mod tests {
         let lonely =
             "### One\n\n<!-- client: after 1 line, writes the lines below -->\n\n```stdin\na\n```\n\n```stdout\n```\n";
         assert!(parse(lonely).is_err());
+    }
+
+    /// An exchange whose client acts twice while the answer streams: a request, then a
+    /// half-close; and one that sends twice, each request with its answer.
+    #[test]
+    fn a_client_can_act_several_times_during_a_stream() {
+        let http = |first: &str| format!("```http\n{first}\n```\n\n");
+        let text = format!(
+            "### Twice\n\n<!-- client: after 0 events, sends the request below -->\n\
+             <!-- client: after 1 event, sends the request below -->\n\n{}{}{}{}{}{}",
+            http("GET /mcp HTTP/1.1"),
+            http("POST /mcp HTTP/1.1\n\n{\"id\": 1}"),
+            http("HTTP/1.1 200 OK"),
+            http("DELETE /mcp HTTP/1.1"),
+            http("HTTP/1.1 204 No Content"),
+            http("HTTP/1.1 200 OK\nContent-Type: text/event-stream"),
+        );
+        let exchange = &parse(&text).unwrap().exchanges[0];
+        assert_eq!(exchange.request.method, "GET");
+        assert_eq!(exchange.expected.header("content-type"), Some("text/event-stream"));
+        let sent: Vec<(usize, &str, u16)> = exchange
+            .during
+            .iter()
+            .map(|during| match &during.action {
+                Interruption::Send { request, expected } => {
+                    (during.after_events, request.method.as_str(), expected.status)
+                }
+                Interruption::Close => panic!("both lines send"),
+            })
+            .collect();
+        assert_eq!(sent, [(0, "POST", 200), (1, "DELETE", 204)]);
+
+        // A send and then a close: the close takes no blocks.
+        let text = format!(
+            "### Then closes\n\n<!-- client: after 0 events, sends the request below -->\n\
+             <!-- client: after 2 events, closes -->\n\n{}{}{}{}",
+            http("GET /mcp HTTP/1.1"),
+            http("POST /mcp HTTP/1.1"),
+            http("HTTP/1.1 202 Accepted"),
+            http("HTTP/1.1 200 OK"),
+        );
+        let exchange = &parse(&text).unwrap().exchanges[0];
+        assert_eq!(exchange.during.len(), 2);
+        assert_eq!((exchange.during[1].after_events, &exchange.during[1].action), (2, &Interruption::Close));
+
+        // Blocks that do not fit the lines, and lines out of order, are errors.
+        let two_lines = "### A\n\n<!-- client: after 0 events, sends the request below -->\n\
+                         <!-- client: after 1 event, sends the request below -->\n\n";
+        let four = format!("{two_lines}{}", http("GET /mcp HTTP/1.1").repeat(3) + &http("HTTP/1.1 200 OK"));
+        let error = parse(&four).unwrap_err();
+        assert!(error.message.contains("it needs 6"), "{error}");
+        let backwards = "### A\n\n<!-- client: after 2 events, closes -->\n<!-- client: after 1 event, closes -->\n\n";
+        let error = parse(&format!("{backwards}{}{}", http("GET /mcp HTTP/1.1"), http("HTTP/1.1 200 OK"))).unwrap_err();
+        assert!(error.message.contains("in order"), "{error}");
+        // Four blocks without a line that sends, as before.
+        let error =
+            parse(&format!("### A\n\n{}", http("GET /mcp HTTP/1.1").repeat(3) + &http("HTTP/1.1 200 OK"))).unwrap_err();
+        assert!(error.message.contains("it needs 2"), "{error}");
+    }
+
+    /// Blessing rewrites the last block of an exchange with several actions, and leaves
+    /// the answers to the requests sent during the stream as written.
+    #[test]
+    fn replacing_responses_keeps_the_answers_sent_during_a_stream() {
+        let text = "### A\n\n<!-- client: after 0 events, sends the request below -->\n\n\
+                    ```http\nGET /mcp HTTP/1.1\n```\n\n```http\nDELETE /mcp HTTP/1.1\n```\n\n\
+                    ```http\nHTTP/1.1 204 No Content\n```\n\n```http\nHTTP/1.1 200 OK\n```\n";
+        let response = HttpResponse { status: 405, headers: vec![], body: String::new() };
+        let blessed = replace_responses(text, &[response]).unwrap();
+        assert_eq!(
+            blessed,
+            text.replace("```http\nHTTP/1.1 200 OK\n```", "```http\nHTTP/1.1 405 Method Not Allowed\n```")
+        );
     }
 
     #[test]

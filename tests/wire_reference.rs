@@ -38,8 +38,10 @@ fn proven_by_transcripts() -> BTreeSet<(u16, String)> {
         for exchange in transcript::parse(&text).unwrap().exchanges {
             kinds.insert(kind(exchange.expected.status, &body_json(&exchange.expected.body)));
             // A request sent while a response streams in has an answer of its own.
-            if let Some(During { action: Interruption::Send { expected, .. }, .. }) = &exchange.during {
-                kinds.insert(kind(expected.status, &body_json(&expected.body)));
+            for during in &exchange.during {
+                if let During { action: Interruption::Send { expected, .. }, .. } = during {
+                    kinds.insert(kind(expected.status, &body_json(&expected.body)));
+                }
             }
         }
     }
