@@ -309,17 +309,15 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
         Exchanged::Stdio(outcome) => {
             let exchange = outcome.exchange;
             let how = if exchange.raw.is_some() { ", byte for byte: \\n ends a line" } else { "" };
-            let closed = if exchange.then.is_some() { "" } else { ", then closed it" };
+            let closed = if exchange.then.is_empty() { ", then closed it" } else { "" };
             say(&mut text, &format!("You wrote to its stdin{how}{closed} (transcript.md line {}):", exchange.line));
             for line in &exchange.input {
                 say(&mut text, &format!("  {line}"));
             }
-            if let Some(then) = &exchange.then {
+            for (turn, then) in exchange.then.iter().enumerate() {
                 let lines = if then.after_lines == 1 { "line" } else { "lines" };
-                say(
-                    &mut text,
-                    &format!("and, once it had written {} {lines}, this, then closed it:", then.after_lines),
-                );
+                let last = if turn + 1 == exchange.then.len() { ", then closed it" } else { "" };
+                say(&mut text, &format!("and, once it had written {} {lines}, this{last}:", then.after_lines));
                 for line in &then.input {
                     say(&mut text, &format!("  {line}"));
                 }

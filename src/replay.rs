@@ -1120,29 +1120,30 @@ impl StdioRun {
 /// and collect what it writes until it exits.
 pub fn run_stdio(program: &Path, args: &[String], input: &[String]) -> io::Result<StdioRun> {
     let bytes: Vec<u8> = input.iter().flat_map(|line| line.bytes().chain(Some(b'\n'))).collect();
-    run_stdio_within(program, args, &bytes, None, TIMEOUT)
+    run_stdio_within(program, args, &bytes, Vec::new(), TIMEOUT)
 }
 
 /// [`run_stdio`] with the bytes to write as they are.
 pub fn run_stdio_bytes(program: &Path, args: &[String], input: &[u8]) -> io::Result<StdioRun> {
-    run_stdio_within(program, args, input, None, TIMEOUT)
+    run_stdio_within(program, args, input, Vec::new(), TIMEOUT)
 }
 
-/// Run a stdio exchange's process: its `stdin` block, then, once the server has written
-/// the lines it waits for, the later block (`StdioExchange::then`); then end of input.
+/// Run a stdio exchange's process: its `stdin` block, then each later block
+/// (`StdioExchange::then`) once the server has written the lines it waits for; then end
+/// of input.
 pub fn run_stdio_for(exchange: &StdioExchange, program: &Path, args: &[String]) -> io::Result<StdioRun> {
-    let later = exchange.then.as_ref().map(|then| (then.after_lines, then.bytes()));
+    let later = exchange.then.iter().map(|then| (then.after_lines, then.bytes())).collect();
     run_stdio_within(program, args, &exchange.bytes(), later, TIMEOUT)
 }
 
-/// Start `program ARGS`, write `input`, and when `later` is `(N, bytes)`, wait until
-/// the server has written N lines and write `bytes` too; then close its stdin and
-/// collect what it writes until it exits (killed after `timeout`).
+/// Start `program ARGS`, write `input`, and for each `(N, bytes)` of `later` in turn,
+/// wait until the server has written N lines and write `bytes` too; then close its
+/// stdin and collect what it writes until it exits (killed after `timeout`).
 fn run_stdio_within(
     program: &Path,
     args: &[String],
     input: &[u8],
-    later: Option<(usize, Vec<u8>)>,
+    later: Vec<(usize, Vec<u8>)>,
     timeout: Duration,
 ) -> io::Result<StdioRun> {
     let mut child = Command::new(program)
@@ -1163,8 +1164,8 @@ fn run_stdio_within(
     let seen = written.clone();
     thread::spawn(move || {
         let _ = stdin.write_all(&text); // a server that exited early is reported below
-        if let Some((lines, bytes)) = later {
-            let deadline = Instant::now() + timeout;
+        let deadline = Instant::now() + timeout;
+        for (lines, bytes) in later {
             while seen.lock().unwrap().iter().filter(|&&b| b == b'\n').count() < lines && Instant::now() < deadline {
                 thread::sleep(Duration::from_millis(5));
             }
@@ -1730,7 +1731,8 @@ mod tests {
         assert_eq!(failing.stderr, "oops\n");
 
         // One that ignores the end of its input is killed and reported.
-        let stuck = run_stdio_within(Path::new("sleep"), &["5".into()], &[], None, Duration::from_millis(100)).unwrap();
+        let stuck =
+            run_stdio_within(Path::new("sleep"), &["5".into()], &[], Vec::new(), Duration::from_millis(100)).unwrap();
         assert_eq!(stuck.exit, None);
         assert_eq!(compare_stdio(&[], &stuck), [StdioMismatch::DidNotExit]);
     }
@@ -1740,8 +1742,13 @@ mod tests {
         // `sh` reads the first line, says `asked`, then reads the later one, written
         // only once `asked` is out.
         let script = "read first; echo asked; read answer; echo \"$first $answer\"";
-        let later = Some((1, b"yes\n".to_vec()));
+        let later = vec![(1, b"yes\n".to_vec())];
         let run = run_stdio_within(Path::new("sh"), &["-c".into(), script.into()], b"question\n", later, TIMEOUT);
         assert_eq!(run.unwrap().lines(), ["asked", "question yes"]);
+        // And in three turns, each after the lines before it.
+        let script = "read a; echo one; read b; echo two; read c; echo \"$a $b $c\"";
+        let later = vec![(1, b"2\n".to_vec()), (2, b"3\n".to_vec())];
+        let run = run_stdio_within(Path::new("sh"), &["-c".into(), script.into()], b"1\n", later, TIMEOUT);
+        assert_eq!(run.unwrap().lines(), ["one", "two", "1 2 3"]);
     }
 }

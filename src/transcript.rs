@@ -135,7 +135,10 @@
 //!   turns: a `<!-- client: after 2 lines, writes the lines below -->` line, the
 //!   `stdin` block written first, a second `stdin` block written once the server has
 //!   written that many lines to stdout, then the `stdout` block. Stdin closes after
-//!   the second block.
+//!   the second block. More turns take more such lines, in order, each with a `stdin`
+//!   block of its own, written once the server has written its N lines (counted from
+//!   the start, N never smaller than the line before's): `k` lines, `k + 1` `stdin`
+//!   blocks, then the `stdout` block.
 
 use std::fmt;
 
@@ -216,8 +219,9 @@ pub struct StdioExchange {
     pub raw: Option<Vec<u8>>,
     /// The `stdout` block: the lines expected, in order, without their `\n`.
     pub expected: Vec<String>,
-    /// Lines written later, once the server has answered (a second `stdin` block).
-    pub then: Option<StdioThen>,
+    /// Lines written later, in turns, each once the server has written enough lines
+    /// (the later `stdin` blocks). Empty: all input is written at once.
+    pub then: Vec<StdioThen>,
 }
 
 /// What a stdio client writes once the server has written `after_lines` lines (a
@@ -255,7 +259,7 @@ impl StdioExchange {
         }
     }
 
-    /// Every line the client writes: the `stdin` block's, then the later one's.
+    /// Every line the client writes: the `stdin` block's, then the later ones'.
     pub fn all_input(&self) -> Vec<String> {
         let later = self.then.iter().flat_map(|then| then.input.iter());
         self.input.iter().chain(later).cloned().collect()
@@ -375,19 +379,33 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
         // A stdio client's line names lines, not events; it needs two `stdin` blocks.
         let writes_later = clients.iter().any(|(text, _)| text.ends_with("writes the lines below"));
         if writes_later {
-            let ([(text, at)], ["stdin", "stdin", "stdout"], [first, second, output]) =
-                (clients.as_slice(), infos.as_slice(), blocks.as_slice())
-            else {
+            let turns = clients.len();
+            let shape = infos.len() == turns + 2
+                && infos[..=turns].iter().all(|info| *info == "stdin")
+                && infos[turns + 1] == "stdout";
+            let (Some((first, rest)), true) = (blocks.split_first(), shape) else {
                 return Err(ParseError {
                     line,
                     message: format!(
-                        "exchange {title:?} writes lines later: it needs one client line and stdin, stdin, stdout blocks"
+                        "exchange {title:?} writes lines later in {turns} turns: it needs {} stdin blocks, then a stdout \
+                         block",
+                        turns + 1
                     ),
                 });
             };
-            let then = StdioThen { after_lines: parse_stdio_client(text, *at)?, input: owned(second) };
-            let (input, expected) = (owned(first), owned(output));
-            stdio.push(StdioExchange { title, line, hint, input, raw: None, expected, then: Some(then) });
+            let mut then = Vec::new();
+            for ((text, at), block) in clients.iter().zip(rest) {
+                let after_lines = parse_stdio_client(text, *at)?;
+                if then.last().is_some_and(|before: &StdioThen| after_lines < before.after_lines) {
+                    return Err(ParseError {
+                        line: *at,
+                        message: "the client lines go in order of their lines".into(),
+                    });
+                }
+                then.push(StdioThen { after_lines, input: owned(block) });
+            }
+            let (input, expected) = (owned(first), owned(&blocks[turns + 1]));
+            stdio.push(StdioExchange { title, line, hint, input, raw: None, expected, then });
             return Ok(());
         }
         let mut during = clients.iter().map(|(text, at)| parse_client(text, *at)).collect::<Result<Vec<_>, _>>()?;
@@ -465,7 +483,7 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                 }
                 let raw = (*kind == "raw").then(|| raw_stdin(&lines[input.content.clone()], input.line)).transpose()?;
                 let (input, expected) = (owned(input), owned(output));
-                stdio.push(StdioExchange { title, line, hint, input, raw, expected, then: None });
+                stdio.push(StdioExchange { title, line, hint, input, raw, expected, then: Vec::new() });
             }
             _ => {
                 return Err(ParseError {
@@ -675,6 +693,7 @@ pub fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         406 => "Not Acceptable",
         408 => "Request Timeout",
+        409 => "Conflict",
         413 => "Content Too Large",
         415 => "Unsupported Media Type",
         417 => "Expectation Failed",
@@ -884,8 +903,20 @@ mod tests {
                     ```stdin\na\nb\n```\n\n```stdin\nc\n```\n\n```stdout\nx\ny\nz\n```\n";
         let exchange = &parse(text).unwrap().stdio[0];
         assert_eq!(exchange.bytes(), b"a\nb\n");
-        assert_eq!(exchange.then, Some(StdioThen { after_lines: 2, input: vec!["c".into()] }));
+        assert_eq!(exchange.then, [StdioThen { after_lines: 2, input: vec!["c".into()] }]);
         assert_eq!(exchange.all_input(), ["a", "b", "c"]);
+        // Three turns: two lines, three stdin blocks.
+        let text = "### Asked twice\n\n<!-- client: after 1 line, writes the lines below -->\n\
+                    <!-- client: after 3 lines, writes the lines below -->\n\n\
+                    ```stdin\na\n```\n\n```stdin\nb\n```\n\n```stdin\nc\n```\n\n```stdout\nx\n```\n";
+        let exchange = &parse(text).unwrap().stdio[0];
+        let turns: Vec<(usize, &[String])> =
+            exchange.then.iter().map(|t| (t.after_lines, t.input.as_slice())).collect();
+        assert_eq!(turns, [(1, &["b".to_string()][..]), (3, &["c".to_string()][..])]);
+        assert_eq!(exchange.all_input(), ["a", "b", "c"]);
+        // Two lines need three stdin blocks, and go in order.
+        assert!(parse(&text.replace("```stdin\nc\n```\n\n", "")).is_err());
+        assert!(parse(&text.replace("after 3 lines", "after 0 lines")).is_err());
         // Two stdin blocks need the client line, and the line needs them.
         assert!(parse("### Two\n\n```stdin\na\n```\n\n```stdin\nc\n```\n\n```stdout\n```\n").is_err());
         let lonely =
