@@ -31,6 +31,7 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 14, name: "ch14-streaming", title: "Streaming a call" },
     Chapter { number: 15, name: "ch15-input-required", title: "input_required: asking the client (2026-07-28)" },
     Chapter { number: 16, name: "ch16-sessions", title: "Sessions: asking the client mid-call" },
+    Chapter { number: 17, name: "ch17-subscriptions", title: "Subscriptions: the session's own stream" },
 ];
 
 impl Chapter {

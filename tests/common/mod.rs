@@ -26,6 +26,7 @@ macro_rules! every_chapter {
             ch14_streaming => "ch14-streaming",
             ch15_input_required => "ch15-input-required",
             ch16_sessions => "ch16-sessions",
+            ch17_subscriptions => "ch17-subscriptions",
         }
     };
 }
