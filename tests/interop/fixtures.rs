@@ -17,13 +17,14 @@
 //! Every request goes to the chapter, as the client sent it (Host and Origin included),
 //! but for the client's answers to the proxy's own questions (below), and with one change: a request that names a suite resource, prompt or tool for which the
 //! chapters have a stand-in of their own names the stand-in instead (`STAND_INS`:
-//! `test://static-text` is read as `docs://pay-rules`, `test_prompt_with_arguments` is
+//! `test://static-text` is read as `docs://pay-rules`, `test://watched-resource` is
+//! subscribed to as chapter 17's `payroll://last-run`, `test_prompt_with_arguments` is
 //! got as `reply_to_customer`, its `arg1` as `orderId`, `test_tool_with_progress` and
 //! `test_tool_with_logging` are called as chapter 14's `run_payroll`, the 2026-07-28
 //! tools that ask the client by elicitation as chapter 15's `approve_payroll`). The
 //! chapter's answer to it goes back unchanged, so the suite's checks of a text resource,
-//! a binary one, prompts with arguments, embedded resources and images, completion,
-//! progress, logging and `input_required` measure the chapter's own code. A chapter that
+//! a binary one, subscriptions, prompts with arguments, embedded resources and images,
+//! completion, progress, logging and `input_required` measure the chapter's own code. A chapter that
 //! has no stand-in yet answers "method not found" or "unknown tool", and fails those.
 //!
 //! Every answer goes back unchanged, except:
@@ -54,7 +55,7 @@ use mcp_workbook::replay;
 use mcp_workbook::transcript::HttpRequest;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, mpsc};
@@ -87,12 +88,16 @@ struct PromptStandIn {
     arguments: &'static [(&'static str, &'static str)],
 }
 
-/// The suite's resources and prompts that the chapters (11 and 12) have their own of.
-/// Each suite check holds the stand-in to what the suite asks of its fixture: text with
-/// a `mimeType`, a `blob`, both arguments' values in the messages, an embedded
-/// `resource`, an `image`.
-const RESOURCE_STAND_INS: &[(&str, &str)] =
-    &[("test://static-text", "docs://pay-rules"), ("test://static-binary", "images://logo.png")];
+/// The suite's resources and prompts that the chapters (11, 12 and 17) have their own
+/// of. Each suite check holds the stand-in to what the suite asks of its fixture: text
+/// with a `mimeType`, a `blob`, a resource that changes and can be subscribed to (and
+/// unsubscribed from) in a session, both arguments' values in the messages, an
+/// embedded `resource`, an `image`.
+const RESOURCE_STAND_INS: &[(&str, &str)] = &[
+    ("test://static-text", "docs://pay-rules"),
+    ("test://static-binary", "images://logo.png"),
+    ("test://watched-resource", "payroll://last-run"),
+];
 const PROMPT_STAND_INS: &[PromptStandIn] = &[
     PromptStandIn { suite: "test_simple_prompt", chapter: "explain_pay_rules", arguments: &[] },
     PromptStandIn {
@@ -243,7 +248,7 @@ fn stand_in(request: &Request, message: &Message) -> HttpRequest {
     let mut sent = as_sent(request);
     let mut params = message.params.clone();
     let renamed = match message.method.as_str() {
-        "resources/read" => {
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
             let Some((_, uri)) = RESOURCE_STAND_INS.iter().find(|(suite, _)| params["uri"] == *suite) else {
                 return sent;
             };
@@ -349,7 +354,23 @@ fn forward(chapter: SocketAddr, sent: &HttpRequest) -> std::io::Result<Response>
     let event_stream = header("Content-Type").is_some_and(|v| v.starts_with("text/event-stream"));
     if chunked && event_stream {
         let mut response = Response::stream(status, "text/event-stream", move |writer| {
-            while let Some(chunk) = next_chunk(&mut upstream) {
+            // A stream may be quiet for long (a session's own stream, chapter 17; a call
+            // waiting for its user): wait for each chunk as long as it takes, looking
+            // every second whether the client has gone.
+            let _ = upstream.get_ref().set_read_timeout(Some(Duration::from_secs(1)));
+            loop {
+                match upstream.fill_buf() {
+                    Ok([]) => return,
+                    Ok(_) => {}
+                    Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                        if writer.client_gone() {
+                            return; // the client has gone: so does the connection upstream
+                        }
+                        continue;
+                    }
+                    Err(_) => return,
+                }
+                let Some(chunk) = next_chunk(&mut upstream) else { return };
                 if writer.send(&chunk).is_err() {
                     return; // the client has gone: so does the connection upstream
                 }

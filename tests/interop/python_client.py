@@ -50,6 +50,13 @@ With --resources every listed resource is read too, and must answer contents wit
 text or a blob; the template list must not be empty. With --prompts every listed
 prompt is got, and must answer at least one message.
 
+With `--subscribe URI=NAME` the client subscribes to the resource URI, which the tool
+NAME changes (chapter 17): in the handshake era the subscription must answer, a call
+of NAME must bring one `notifications/resources/updated` for URI (on the session's
+stream over HTTP, a line over stdio), and after `resources/unsubscribe` a second call
+none. In 2026-07-28, which has no `resources/subscribe`, the subscription must fail
+with -32601.
+
 Exit codes: 0 every call as expected; 1 some call failed; 2 could not connect or list.
 """
 
@@ -124,6 +131,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=[],
         metavar="NAME=JSON",
         help="this tool asks the user: answer accept with JSON as content, then decline (repeatable)",
+    )
+    p.add_argument(
+        "--subscribe",
+        action="append",
+        default=[],
+        metavar="URI=NAME",
+        help="subscribe to URI, which tool NAME changes: one update per call, none once unsubscribed (repeatable)",
     )
     p.add_argument(
         "--stream",
@@ -230,6 +244,14 @@ async def run(ns: argparse.Namespace) -> int:
     async def on_log(params: Any) -> None:
         logs.append(params)
 
+    # The URIs of every `notifications/resources/updated` the server sent, in order.
+    updates: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        notification = getattr(message, "root", message)
+        if getattr(notification, "method", None) == "notifications/resources/updated":
+            updates.append(str(notification.params.uri))
+
     # The user, for the tools that ask: what check_ask sets, and each question asked.
     user = Answers()
     try:
@@ -240,6 +262,7 @@ async def run(ns: argparse.Namespace) -> int:
             logging_callback=on_log,
             log_level="info",
             elicitation_callback=user.answer if asks else None,
+            message_handler=on_message,
         ) as client:
             info = client.server_info
             who = f"{info.name} {info.version}" if info else "(no serverInfo)"
@@ -301,6 +324,9 @@ async def run(ns: argparse.Namespace) -> int:
                 failures += await check_prompts(client, catalog)
             if ns.completions:
                 failures += await check_completions(client, catalog)
+            for item in ns.subscribe:
+                uri, _, name = item.rpartition("=")
+                failures += await check_subscribe(client, uri, name, modern, updates)
     except Exception as exc:
         print(f"FAIL session {target} mode={ns.mode} (connect, list or transport): {one_line(exc)}")
         return 2
@@ -359,6 +385,45 @@ async def check_stream(client: Any, name: str, logs: list[Any]) -> int:
     increasing = all(a < b for a, b in zip(progress, progress[1:]))
     fine = len(progress) >= 2 and increasing and bool(logged) and not result.is_error
     print(f"{'ok  ' if fine else 'FAIL'} stream {name}: progress={progress} logs={logged} {summarize(result)}")
+    return 0 if fine else 1
+
+
+async def updates_for(uri: str, updates: list[str], wanted: int, seconds: float) -> int:
+    """Wait up to SECONDS for WANTED updates of URI (fewer if they do not come): how many came."""
+    with anyio.move_on_after(seconds):
+        while updates.count(uri) < wanted:
+            await anyio.sleep(0.05)
+    return updates.count(uri)
+
+
+async def check_subscribe(client: Any, uri: str, name: str, modern: bool, updates: list[str]) -> int:
+    """Subscribe to URI and call NAME: one update; unsubscribe and call it again: none."""
+    if modern:
+        try:
+            await client.subscribe_resource(uri)
+        except Exception as exc:
+            code = getattr(getattr(exc, "error", None), "code", None)
+            fine = code == -32601
+            print(f"{'ok  ' if fine else 'FAIL'} subscribe {uri} (2026-07-28 has none, code {code}): {one_line(exc)}")
+            return 0 if fine else 1
+        print(f"FAIL subscribe {uri}: answered in 2026-07-28, which has no resources/subscribe")
+        return 1
+    updates.clear()
+    try:
+        await client.subscribe_resource(uri)
+        await client.call_tool(name, {})
+        heard = await updates_for(uri, updates, 1, 5.0)
+        await client.unsubscribe_resource(uri)
+        await client.call_tool(name, {})
+        after = await updates_for(uri, updates, heard + 1, 1.0)
+    except Exception as exc:
+        print(f"FAIL subscribe {uri}: {one_line(exc)}")
+        return 1
+    fine = heard == 1 and after == 1
+    print(
+        f"{'ok  ' if fine else 'FAIL'} subscribe {uri}: {heard} update(s) after {name}, "
+        f"{after - heard} more once unsubscribed (expected 1, then 0)"
+    )
     return 0 if fine else 1
 
 
