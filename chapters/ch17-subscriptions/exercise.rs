@@ -852,7 +852,7 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 // ===========================================================================
 // THE SERVER: transports, protocol, checks. Nothing below needs to change to add
 // a tool, a resource, a prompt or a completion; the workbook's chapters 1 to 9 and 11
-// to 14 explain every part.
+// to 17 explain every part.
 // ===========================================================================
 
 // ANCHOR: args
@@ -2269,7 +2269,8 @@ fn open_stream(request: &Request, sessions: &'static Sessions) -> Response {
 }
 // ANCHOR_END: open_stream
 
-/// A session's subscriptions are bounded; subscribing twice counts once.
+/// A session's subscriptions are bounded; subscribing twice counts once. (The streams
+/// are the transcript's, and `tests/subscriptions.rs`'s: their code is the exercise's.)
 #[test]
 fn subscriptions_are_bounded() {
     let sessions = Sessions::new(1, None, [7; 16], 0);
@@ -2281,33 +2282,6 @@ fn subscriptions_are_bounded() {
     assert_eq!(sessions.subscribe(&id, "orders://B-0").unwrap_err().code, -32603);
     sessions.unsubscribe(&id, "orders://A-0");
     assert!(sessions.subscribe(&id, "orders://B-0").is_ok());
-}
-
-/// One stream per session and `max_streams` in all; a notice reaches the subscribed
-/// sessions with a stream, and a stream ends with its session.
-#[test]
-fn streams_are_one_per_session_and_end_with_it() {
-    let sessions = Sessions::new(3, None, [7; 16], 2);
-    let (first, second, third) = (sessions.open(None), sessions.open(None), sessions.open(None));
-    let (number, heard) = sessions.listen(&first).ok().unwrap();
-    assert!(matches!(sessions.listen(&first), Err(NoStream::Open)));
-    assert!(matches!(sessions.listen("nobody"), Err(NoStream::Unknown)));
-    let (_, unsubscribed) = sessions.listen(&second).ok().unwrap();
-    assert!(matches!(sessions.listen(&third), Err(NoStream::Busy)));
-    sessions.subscribe(&first, LAST_RUN_URI).unwrap();
-    sessions.resource_updated(LAST_RUN_URI);
-    assert_eq!(heard.try_recv().unwrap()["params"]["uri"], LAST_RUN_URI);
-    assert!(unsubscribed.try_recv().is_err());
-    // The backlog is bounded: what does not fit is missed.
-    (0..2 * STREAM_BACKLOG).for_each(|_| sessions.resource_updated(LAST_RUN_URI));
-    assert_eq!(heard.try_iter().count(), STREAM_BACKLOG);
-    // A stream that ended frees the session's place; an old number frees nothing.
-    sessions.stop_listening(&first, number + 1);
-    assert!(matches!(sessions.listen(&first), Err(NoStream::Open)));
-    sessions.stop_listening(&first, number);
-    let (_, heard) = sessions.listen(&first).ok().unwrap();
-    assert!(sessions.end(&first));
-    assert_eq!(heard.recv(), Err(mpsc::RecvError));
 }
 
 // ---------------------------------------------------------------------------

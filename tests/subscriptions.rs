@@ -1,0 +1,127 @@
+//! Chapter 17's subscriptions where a transcript does not show them: the replay talks to
+//! one session's stream at a time, in one era. Here a stream ends when its session is
+//! ended to make room (`--max-sessions`), two subscribed sessions each hear a change on
+//! their own stream, and a change made by a 2026-07-28 call reaches a handshake-era
+//! subscriber.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::transcript::{HttpRequest, HttpResponse};
+use serde_json::{Value, json};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_ch17-subscriptions");
+const LAST_RUN: &str = "payroll://last-run";
+
+fn request(method: &str, headers: &[(&str, &str)], body: &str) -> HttpRequest {
+    let headers = headers.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
+    HttpRequest { method: method.into(), path: "/mcp".into(), headers, body: body.into() }
+}
+
+/// A handshake-era POST of `body`, in `session` when there is one.
+fn post(address: SocketAddr, session: Option<&str>, body: Value) -> HttpResponse {
+    let mut headers = vec![("Content-Type", "application/json"), ("Accept", "application/json")];
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session));
+    }
+    replay::send(address, &request("POST", &headers, &body.to_string())).expect("the POST is answered")
+}
+
+/// `initialize`, then `resources/subscribe` to `payroll://last-run`: the session's id.
+fn subscribed_session(address: SocketAddr) -> String {
+    let params =
+        json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } });
+    let answer = post(address, None, json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params }));
+    let session = answer.header("Mcp-Session-Id").expect("initialize opens a session").to_string();
+    let subscribe =
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": { "uri": LAST_RUN } });
+    let answer = post(address, Some(&session), subscribe);
+    assert_eq!(serde_json::from_str::<Value>(&answer.body).unwrap()["result"], json!({}), "{}", answer.body);
+    session
+}
+
+/// A GET that opens `session`'s stream, its head read: the connection, and what came.
+fn open_stream(address: SocketAddr, session: &str) -> (TcpStream, Vec<u8>) {
+    let get = request("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", session)], "");
+    let mut stream = replay::open(address, &get).expect("the GET is sent");
+    let mut raw = Vec::new();
+    read_until(&mut stream, &mut raw, "\r\n\r\n");
+    assert!(String::from_utf8_lossy(&raw).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&raw));
+    (stream, raw)
+}
+
+/// Read `stream` until what came holds `needle` (or the stream ends, or 10 s pass).
+fn read_until(stream: &mut TcpStream, raw: &mut Vec<u8>, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut buffer = [0u8; 4096];
+    while !String::from_utf8_lossy(raw).contains(needle) && Instant::now() < deadline {
+        match stream.read(&mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => raw.extend_from_slice(&buffer[..read]),
+        }
+    }
+}
+
+/// Read to the end of `stream`: `true` when the server ended it (not the 10 s timeout).
+fn ends(stream: &mut TcpStream, raw: &mut Vec<u8>) -> bool {
+    stream.read_to_end(raw).is_ok()
+}
+
+/// The JSON-RPC messages the stream's events carried so far.
+fn messages(raw: &[u8]) -> Vec<Value> {
+    let body = replay::parse_response(&[raw, b"0\r\n\r\n".as_slice()].concat())
+        .map(|response| response.body)
+        .unwrap_or_default();
+    replay::events(&body).unwrap_or_default().iter().map(|event| serde_json::from_str(&event.data).unwrap()).collect()
+}
+
+const UPDATED: &str = r#""method":"notifications/resources/updated""#;
+
+#[test]
+fn a_stream_ends_when_its_session_is_ended_to_make_room() {
+    let server = RunningServer::start(Path::new(BINARY), &["--max-sessions".into(), "1".into()]).unwrap();
+    let first = subscribed_session(server.address);
+    let (mut stream, mut raw) = open_stream(server.address, &first);
+    // A second session takes the only place: the first ends, and its stream with it.
+    let _second = subscribed_session(server.address);
+    assert!(ends(&mut stream, &mut raw), "the stream outlived its session");
+    assert!(messages(&raw).is_empty());
+}
+
+#[test]
+fn every_subscribed_session_hears_on_its_own_stream_whoever_made_the_change() {
+    let server = RunningServer::start(Path::new(BINARY), &[]).unwrap();
+    let (a, b) = (subscribed_session(server.address), subscribed_session(server.address));
+    let (mut stream_a, mut raw_a) = open_stream(server.address, &a);
+    let (mut stream_b, mut raw_b) = open_stream(server.address, &b);
+
+    // A 2026-07-28 call, from no session, changes the resource.
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "run_payroll", "_meta": meta } });
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "run_payroll"),
+    ];
+    let answer = replay::send(server.address, &request("POST", &headers, &call.to_string())).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&answer.body).unwrap()["result"]["resultType"], "complete");
+
+    // Each session hears it once, on its own stream.
+    read_until(&mut stream_a, &mut raw_a, UPDATED);
+    read_until(&mut stream_b, &mut raw_b, UPDATED);
+    for session in [&a, &b] {
+        let delete = request("DELETE", &[("Mcp-Session-Id", session)], "");
+        assert_eq!(replay::send(server.address, &delete).unwrap().status, 204);
+    }
+    for (stream, raw) in [(&mut stream_a, &mut raw_a), (&mut stream_b, &mut raw_b)] {
+        assert!(ends(stream, raw), "the stream outlived its session");
+        let heard = messages(raw);
+        assert_eq!(heard.len(), 1, "{heard:?}");
+        assert_eq!(heard[0]["params"]["uri"], LAST_RUN);
+    }
+}
