@@ -784,9 +784,7 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 
 // ANCHOR: args
 #[derive(Parser)]
-#[command(
-    about = "An MCP server: tools, resources, prompts, completion; calls that stream and ask the client; over HTTP or stdio"
-)]
+#[command(about = "Chapter 16: an MCP server whose calls can ask the client, in a session, over HTTP or stdio")]
 struct Args {
     /// Address to listen on. Port 0 picks a free port. An address other machines can
     /// reach (anything but 127.0.0.1 or [::1]) is your explicit choice: it prints a warning.
