@@ -66,7 +66,9 @@
 //!   it ended, but a server that has not closed the connection within the replay's
 //!   timeout (10 s) gives no answer at all. A stream that never ends by itself (the
 //!   session's own, chapter 17) needs a last action that ends it, such as a `DELETE`
-//!   of its session.
+//!   of its session. Blessing (`cargo run -- bless N`) rewrites the last block only:
+//!   the answers to the requests sent during the stream are written by hand, and a
+//!   replay whose side answer differs says what it got instead.
 //!
 //!   ````markdown
 //!   <!-- client: after 0 events, sends the request below -->
