@@ -7,38 +7,23 @@
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use mcp_workbook::replay::{self, RunningServer};
-use mcp_workbook::transcript::{HttpRequest, HttpResponse};
 use serde_json::{Value, json};
+
+#[path = "common/session_client.rs"]
+mod session_client;
+use session_client::{open_session, post, read_until, request};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch17-subscriptions");
 const LAST_RUN: &str = "payroll://last-run";
 
-fn request(method: &str, headers: &[(&str, &str)], body: &str) -> HttpRequest {
-    let headers = headers.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
-    HttpRequest { method: method.into(), path: "/mcp".into(), headers, body: body.into() }
-}
-
-/// A handshake-era POST of `body`, in `session` when there is one.
-fn post(address: SocketAddr, session: Option<&str>, body: Value) -> HttpResponse {
-    let mut headers = vec![("Content-Type", "application/json"), ("Accept", "application/json")];
-    if let Some(session) = session {
-        headers.push(("Mcp-Session-Id", session));
-    }
-    replay::send(address, &request("POST", &headers, &body.to_string())).expect("the POST is answered")
-}
-
 /// `initialize`, then `resources/subscribe` to `payroll://last-run`: the session's id.
 fn subscribed_session(address: SocketAddr) -> String {
-    let params =
-        json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } });
-    let answer = post(address, None, json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params }));
-    let session = answer.header("Mcp-Session-Id").expect("initialize opens a session").to_string();
+    let session = open_session(address, json!({}));
     let subscribe =
         json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": { "uri": LAST_RUN } });
-    let answer = post(address, Some(&session), subscribe);
+    let answer = replay::send(address, &post(Some(&session), &subscribe)).expect("the subscription is answered");
     assert_eq!(serde_json::from_str::<Value>(&answer.body).unwrap()["result"], json!({}), "{}", answer.body);
     session
 }
@@ -51,18 +36,6 @@ fn open_stream(address: SocketAddr, session: &str) -> (TcpStream, Vec<u8>) {
     read_until(&mut stream, &mut raw, "\r\n\r\n");
     assert!(String::from_utf8_lossy(&raw).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&raw));
     (stream, raw)
-}
-
-/// Read `stream` until what came holds `needle` (or the stream ends, or 10 s pass).
-fn read_until(stream: &mut TcpStream, raw: &mut Vec<u8>, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut buffer = [0u8; 4096];
-    while !String::from_utf8_lossy(raw).contains(needle) && Instant::now() < deadline {
-        match stream.read(&mut buffer) {
-            Ok(0) | Err(_) => return,
-            Ok(read) => raw.extend_from_slice(&buffer[..read]),
-        }
-    }
 }
 
 /// Read to the end of `stream`: `true` when the server ended it (not the 10 s timeout).

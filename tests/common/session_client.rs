@@ -1,0 +1,46 @@
+//! A client of the chapters with sessions (16 on), over HTTP, for the tests that go
+//! where a transcript cannot. `tests/sessions.rs` and `tests/subscriptions.rs` include
+//! it with `#[path = "common/session_client.rs"] mod session_client;`.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use mcp_workbook::replay;
+use mcp_workbook::transcript::HttpRequest;
+use serde_json::{Value, json};
+
+/// A request to `/mcp` with these headers and this body.
+pub fn request(method: &str, headers: &[(&str, &str)], body: &str) -> HttpRequest {
+    let headers = headers.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
+    HttpRequest { method: method.into(), path: "/mcp".into(), headers, body: body.into() }
+}
+
+/// A handshake-era POST of `body`, in `session` when there is one.
+pub fn post(session: Option<&str>, body: &Value) -> HttpRequest {
+    let mut headers = vec![("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session));
+    }
+    request("POST", &headers, &body.to_string())
+}
+
+/// `initialize` from a client that declares `capabilities`: the new session's id.
+pub fn open_session(address: SocketAddr, capabilities: Value) -> String {
+    let params = json!({ "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": { "name": "test", "version": "1" } });
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params });
+    let answer = replay::send(address, &post(None, &initialize)).expect("initialize is answered");
+    answer.header("Mcp-Session-Id").expect("initialize opens a session").to_string()
+}
+
+/// Read `stream` until what came holds `needle` (or the stream ends, or 10 s pass).
+pub fn read_until(stream: &mut TcpStream, raw: &mut Vec<u8>, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut buffer = [0u8; 4096];
+    while !String::from_utf8_lossy(raw).contains(needle) && Instant::now() < deadline {
+        match stream.read(&mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => raw.extend_from_slice(&buffer[..read]),
+        }
+    }
+}
