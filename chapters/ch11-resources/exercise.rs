@@ -1108,7 +1108,12 @@ impl RpcError {
     }
 
     fn unsupported_version(requested: &str) -> RpcError {
-        let data = json!({ "supported": all_versions(), "requested": echo(requested) });
+        // `supported` is what a retry may name, so it never names the revision refused.
+        // A handshake revision is spoken only after `initialize`: a client that sent
+        // one in the stateless envelope is offered the stateless revisions, the only
+        // ones that envelope can carry; any other revision, the whole list.
+        let supported = if SUPPORTED_VERSIONS.contains(&requested) { MODERN_VERSIONS.to_vec() } else { all_versions() };
+        let data = json!({ "supported": supported, "requested": echo(requested) });
         RpcError { code: -32022, message: "Unsupported protocol version".into(), data: Some(data) }
     }
 
