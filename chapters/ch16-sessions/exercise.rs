@@ -27,8 +27,8 @@
 //! modern block): a 2026-07-28 `tools/call` may answer `resultType: "input_required"`
 //! with the requests it needs the client to answer (`inputRequests`) and a signed,
 //! expiring `requestState`; the client retries the same call with `inputResponses`
-//! and the state (`2026-07-28/basic/patterns/mrtr.mdx`). No session, no held stream:
-//! the state travels with the request.
+//! and the state (`2026-07-28/basic/patterns/mrtr.mdx`), which is good for one use.
+//! No session, no held stream: the state travels with the request.
 //!
 //! Chapter 14: streaming a call.
 //!
@@ -831,8 +831,9 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 16)]
     max_running_calls: usize,
     /// The secret that signs `requestState` (chapter 15): 32 hex digits, 128 bits.
-    /// Every instance behind one load balancer needs the same one; without it, one is
-    /// drawn at random.
+    /// Every instance behind one load balancer needs the same one (and a shared record
+    /// of used states: one instance does not know what another has used); without it,
+    /// one is drawn at random.
     #[arg(long, value_name = "HEX", value_parser = parse_state_key)]
     state_key: Option<[u8; 16]>,
     /// For tests: the clock `requestState` expiry reads, in seconds since 1970.
@@ -877,6 +878,11 @@ fn main() -> std::io::Result<()> {
     }
     if let Some(secs) = args.fixed_clock {
         FIXED_CLOCK.set(secs).expect("set once, before any request");
+    }
+    // A restart empties the record of used states: refuse what was issued before it.
+    // (A fixed clock, for transcripts, never moves: there is no before to refuse.)
+    if args.fixed_clock.is_none() {
+        lock(&USED_STATES).start(now_secs());
     }
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let session_key = args.fixed_session_key.unwrap_or_else(random_key);
@@ -1564,6 +1570,14 @@ const APPROVAL_KEY: &str = "approval";
 const MAX_STATE_BYTES: usize = 256;
 /// How long a client may take to answer: after that the state is refused.
 const STATE_TTL_SECS: u64 = 600;
+/// Who asked, as a state records it. Nobody is authenticated here: a bearer token
+/// (chapter 7) is one secret every client shares, and a client's `clientInfo` is its own
+/// claim, which no security decision may rest on. So every state says `anyone`. With
+/// authorization a state names the token's subject, and another subject's is refused.
+const PRINCIPAL: &str = "anyone";
+/// The most used states remembered at once (`UsedStates`): some 10,000 approvals in ten
+/// minutes, a few hundred kilobytes.
+const MAX_USED_STATES: usize = 10_000;
 
 /// 2026-07-28's code for "this request needs a client capability you did not declare".
 const MISSING_CLIENT_CAPABILITY: i64 = -32021;
@@ -1576,23 +1590,32 @@ fn asks_client(params: Option<&Value>) -> bool {
 /// `tools/call` of a tool that asks: the first call, or a retry with the answers.
 fn call_asking(params: Option<&Value>) -> Result<Value, RpcError> {
     let params = params.expect("asks_client saw a name");
-    // Ask only a client that said it can answer (`2026-07-28/client/elicitation.mdx`).
-    let can_elicit = request_meta(Some(params))
+    // The question is a form: ask only a client that takes forms, one that declared
+    // `elicitation` empty (forms, for backwards compatibility) or with `form`
+    // (`2026-07-28/client/elicitation.mdx`, Capabilities). Any other gets -32021, whose
+    // status is 400 (`2026-07-28/basic/index.mdx`, `_meta`).
+    let elicitation = request_meta(Some(params))
         .and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY))
-        .is_some_and(|capabilities| capabilities.get("elicitation").is_some_and(Value::is_object));
+        .and_then(|capabilities| capabilities.get("elicitation"))
+        .and_then(Value::as_object);
+    let can_elicit = elicitation.is_some_and(|modes| modes.is_empty() || modes.contains_key("form"));
     if !can_elicit {
         return Err(RpcError {
             code: MISSING_CLIENT_CAPABILITY,
             message: format!(
-                "{APPROVE_PAYROLL} asks the user for approval: the client must declare the elicitation capability"
+                "{APPROVE_PAYROLL} asks the user for approval in a form: the client must declare the elicitation capability, with form mode"
             ),
-            data: Some(json!({ "requiredCapabilities": { "elicitation": {} } })),
+            data: Some(json!({ "requiredCapabilities": { "elicitation": { "form": {} } } })),
         });
     }
-    // The state comes back from the client: bounded, verified, unexpired, or refused.
+    // The call a state is issued for, and the only one it comes back on.
+    let call = originating_call(APPROVE_PAYROLL, params.get("arguments"));
+    // The state comes back from the client: bounded, verified, unexpired, unused, or refused.
     if let Some(state) = params.get("requestState") {
         let state = state.as_str().ok_or_else(|| RpcError::invalid_params("`requestState` must be a string"))?;
-        verify_state(state, APPROVE_PAYROLL, now_secs())?;
+        let (id, expires) = verify_state(state, &call, now_secs())?;
+        // Used once, whatever this retry brings: an answer acted on, or a question asked again.
+        lock(&USED_STATES).use_once(id, expires, now_secs()).map_err(state_refused)?;
         let answer = params.get("inputResponses").and_then(|responses| responses.get(APPROVAL_KEY));
         if let Some(answer) = answer {
             let result = payroll_if_approved(answer);
@@ -1603,40 +1626,155 @@ fn call_asking(params: Option<&Value>) -> Result<Value, RpcError> {
     Ok(json!({
         "resultType": "input_required",
         "inputRequests": { APPROVAL_KEY: { "method": "elicitation/create", "params": approval_question() } },
-        "requestState": sign_state(APPROVE_PAYROLL, now_secs() + STATE_TTL_SECS),
+        "requestState": sign_state(&call, now_secs() + STATE_TTL_SECS),
     }))
 }
 
-/// The state: `v1.EXPIRES.TOOL.TAG`, where TAG is a keyed hash of the rest under a key
-/// only this process knows. A client can read it but not forge or alter it.
-fn sign_state(tool: &str, expires: u64) -> String {
-    let body = format!("v1.{expires}.{tool}");
+/// The call a state is issued for, as the state names it: `PRINCIPAL.ARGUMENTS.TOOL`,
+/// who asked, a digest of the call's arguments, and the tool. A state presented on any
+/// other call is refused: mrtr.mdx asks for "an identifier for the originating request,
+/// e.g. the method name and a digest of its salient parameters" (Server Requirements 5).
+fn originating_call(tool: &str, arguments: Option<&Value>) -> String {
+    let arguments = canonical_json(arguments.unwrap_or(&json!({})));
+    format!("{PRINCIPAL}.{}.{tool}", state_tag(&format!("arguments {arguments}")))
+}
+
+/// JSON with every object's keys in order: the same arguments make the same digest,
+/// whatever order a client sends their keys in.
+fn canonical_json(value: &Value) -> String {
+    match value {
+        Value::Object(fields) => {
+            let mut fields: Vec<_> = fields.iter().collect();
+            fields.sort_by_key(|(key, _)| *key);
+            let fields: Vec<String> =
+                fields.iter().map(|(key, value)| format!("{}:{}", json!(key), canonical_json(value))).collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+/// How many states this process has issued: each one's id is the next number.
+static STATES_ISSUED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The state: `v2.ID.EXPIRES.CALL.TAG`. ID is its own number, so that it can be used
+/// once; CALL is `originating_call`'s; TAG is a keyed hash of the rest under a key only
+/// this process knows. A client can read it but not forge or alter it.
+fn sign_state(call: &str, expires: u64) -> String {
+    let id = STATES_ISSUED.fetch_add(1, Ordering::SeqCst) + 1;
+    let body = format!("v2.{id}.{expires}.{call}");
     let tag = state_tag(&body);
     format!("{body}.{tag}")
 }
 
-/// Check a state that came back: size, shape, tag, tool, expiry, in that order.
-fn verify_state(state: &str, tool: &str, now: u64) -> Result<(), RpcError> {
-    let refuse =
-        |why: &str| Err(RpcError::invalid_params(&format!("`requestState` {why}; call the tool again without it")));
+/// Check a state that came back: size, tag, shape, call, expiry, in that order. Its id
+/// and expiry, when it passes.
+fn verify_state(state: &str, call: &str, now: u64) -> Result<(u64, u64), RpcError> {
     if state.len() > MAX_STATE_BYTES {
-        return refuse("is too long");
+        return Err(state_refused("is too long"));
     }
-    let Some((body, tag)) = state.rsplit_once('.') else { return refuse("is not one this server issued") };
+    let Some((body, tag)) = state.rsplit_once('.') else { return Err(state_refused(NOT_ISSUED)) };
     if !same_secret(tag.as_bytes(), state_tag(body).as_bytes()) {
-        return refuse("is not one this server issued");
+        return Err(state_refused(NOT_ISSUED));
     }
-    let mut parts = body.splitn(3, '.');
-    let (Some("v1"), Some(expires), Some(for_tool)) = (parts.next(), parts.next(), parts.next()) else {
-        return refuse("is not one this server issued");
+    let mut parts = body.splitn(4, '.');
+    let (Some("v2"), Some(Ok(id)), Some(Ok(expires)), Some(for_call)) =
+        (parts.next(), parts.next().map(str::parse), parts.next().map(str::parse), parts.next())
+    else {
+        return Err(state_refused(NOT_ISSUED));
     };
-    if for_tool != tool {
-        return refuse("belongs to another tool");
+    if for_call != call {
+        return Err(state_refused("was issued for another call"));
     }
-    if expires.parse::<u64>().map_or(true, |expires| expires < now) {
-        return refuse("has expired");
+    if expires < now {
+        return Err(state_refused("has expired"));
     }
-    Ok(())
+    Ok((id, expires))
+}
+
+/// Why most states are refused: the tag, or the shape, is not this server's.
+const NOT_ISSUED: &str = "is not one this server issued";
+
+/// A state the server will not honour: -32602, and what the client can do instead. A
+/// state "that fails verification" MUST be rejected (mrtr.mdx, Server Requirements 4).
+fn state_refused(why: &str) -> RpcError {
+    RpcError::invalid_params(&format!("`requestState` {why}; call the tool again without it"))
+}
+
+// ANCHOR: used_states
+/// The states already used. A good tag proves this server issued a state, not that it
+/// is new: an approved retry sent again, word for word, would run the payroll again
+/// until the state expired. mrtr.mdx: "Servers for which a given `requestState` must be
+/// consumed at most once (e.g., one-time redemptions) MUST enforce that invariant
+/// server-side" (Server Requirements 5).
+static USED_STATES: Mutex<UsedStates> = Mutex::new(UsedStates::new(MAX_USED_STATES));
+
+/// Each used state's id, kept until the state expires (from then on it is refused as
+/// expired anyway): at most the states used in `STATE_TTL_SECS`, and never more than
+/// `max`. This is the one thing the server keeps; a fleet of instances keeps it in a
+/// store they share, or a state used on one instance can be used again on another.
+struct UsedStates {
+    /// `(expires, id)` of every used state not yet expired, the soonest to expire first.
+    used: std::collections::BTreeSet<(u64, u64)>,
+    /// Every state that expires at or before this is refused: it may have been used where
+    /// this record cannot see, before this process started, or before the cap dropped it.
+    horizon: u64,
+    max: usize,
+}
+
+impl UsedStates {
+    const fn new(max: usize) -> UsedStates {
+        UsedStates { used: std::collections::BTreeSet::new(), horizon: 0, max }
+    }
+
+    /// The process starts at `now`, with an empty record. A state issued before then
+    /// under the same `--state-key` may have been used by the process before: refused.
+    fn start(&mut self, now: u64) {
+        self.horizon = now + STATE_TTL_SECS - 1;
+    }
+
+    /// Use the state `id`, which expires at `expires`, once. `Err`: why not, for the client.
+    fn use_once(&mut self, id: u64, expires: u64, now: u64) -> Result<(), &'static str> {
+        self.used = self.used.split_off(&(now, 0)); // the expired are refused anyway
+        if expires <= self.horizon {
+            return Err("is older than this server's record of used states");
+        }
+        if !self.used.insert((expires, id)) {
+            return Err("has been used already");
+        }
+        // Full: forget the state that expires first, and refuse from now on every state
+        // that expires no later. Some states die early; none is used twice.
+        if self.used.len() > self.max
+            && let Some((expires, _)) = self.used.pop_first()
+        {
+            self.horizon = expires;
+        }
+        Ok(())
+    }
+}
+// ANCHOR_END: used_states
+
+/// A state is used once; the record forgets the expired, and at its cap refuses early
+/// rather than forget a state that could come back.
+#[test]
+fn a_state_is_used_once_and_the_record_stays_bounded() {
+    const OLDER: &str = "is older than this server's record of used states";
+    let mut record = UsedStates::new(2);
+    assert_eq!(record.use_once(1, 100, 50), Ok(()));
+    assert_eq!(record.use_once(1, 100, 60), Err("has been used already"));
+    // Full at two: a third forgets the first, and refuses every state expiring by 100.
+    assert_eq!((record.use_once(2, 110, 60), record.use_once(3, 120, 60)), (Ok(()), Ok(())));
+    assert_eq!(record.used.len(), 2);
+    assert_eq!((record.use_once(1, 100, 60), record.use_once(4, 100, 60)), (Err(OLDER), Err(OLDER)));
+    // A state's record goes when the state expires.
+    assert_eq!(record.use_once(5, 200, 115), Ok(()));
+    assert_eq!(record.used.iter().map(|&(_, id)| id).collect::<Vec<_>>(), [3, 5]);
+    // A new process refuses what was issued before it started.
+    let mut restarted = UsedStates::new(2);
+    restarted.start(1000);
+    assert_eq!(restarted.use_once(1, 1000 + STATE_TTL_SECS - 1, 1000), Err(OLDER));
+    assert_eq!(restarted.use_once(1, 1000 + STATE_TTL_SECS, 1000), Ok(()));
 }
 
 /// The secret the tags are made with: `--state-key`, or one drawn at random when the
@@ -1761,6 +1899,8 @@ const NEEDS_A_SESSION: &str = "asking the user takes a session: call `initialize
     `Mcp-Session-Id` with the call (in protocol revision 2026-07-28 the server asks with `input_required`)";
 const NEEDS_AN_EVENT_STREAM: &str =
     "the question travels on an event stream, and this request's `Accept` allows only application/json";
+const NEEDS_INITIALIZED: &str = "the client has not sent `notifications/initialized`, and nothing is asked \
+    of a client before its handshake is done";
 const NEEDS_A_HANDSHAKE: &str = "asking the user takes the handshake: over stdio, `initialize` first, \
     declaring what the client can answer (in protocol revision 2026-07-28 the server asks with `input_required`)";
 
@@ -1786,6 +1926,9 @@ struct Session {
     answers: Vec<&'static str>,
     /// The log level its client set with `logging/setLevel`.
     level: Level,
+    /// Its client sent `notifications/initialized`: the handshake is done, and from now
+    /// on it may be asked.
+    initialized: bool,
 }
 
 /// One open session.
@@ -1821,7 +1964,8 @@ impl Sessions {
         }
         let number = self.opened.fetch_add(1, Ordering::SeqCst);
         let id = session_id(&self.key, number);
-        let session = Session { id: id.clone(), answers: answerable(capabilities), level: DEFAULT_LOG_LEVEL };
+        let session =
+            Session { id: id.clone(), answers: answerable(capabilities), level: DEFAULT_LOG_LEVEL, initialized: false };
         let entry = SessionEntry { session, last_used: Instant::now(), waiting: HashMap::new(), asked: 0 };
         open.insert(id.clone(), entry);
         id
@@ -1843,6 +1987,13 @@ impl Sessions {
     /// End a session. Its calls still waiting for an answer hear that none will come.
     fn end(&self, id: &str) -> bool {
         lock(&self.open).remove(id).is_some()
+    }
+
+    /// The client of this session says the handshake is done.
+    fn initialized(&self, id: &str) {
+        if let Some(entry) = lock(&self.open).get_mut(id) {
+            entry.session.initialized = true;
+        }
     }
 
     fn set_level(&self, id: &str, level: Level) {
@@ -1951,13 +2102,15 @@ impl Call<'_> {
         // TODO: `self.asking` says where to ask, or why not (`Err`: return it as the
         // reason). Ask only a client whose session `answers` the capability the method
         // is named after (`elicitation` for `elicitation/create`); else the reason is
-        // "the client did not declare the `elicitation` capability, so it cannot be
-        // asked". Then `sessions.expect_answer(..)` gives the question's id and where its
-        // answer arrives; send the request (`jsonrpc`, that `id`, `method`, `params`)
-        // through `self.outlet`, and wait for the answer in steps of
-        // `STOP_CHECK_INTERVAL`, giving up when `self.stopped()` or the session ends.
-        // `sessions.forget(..)` the question either way. An answer's `result` is the
-        // `Ok`; one with an `error` is not.
+        // "the client did not declare the `elicitation` capability for forms, so it
+        // cannot be asked" (" for forms" only for `elicitation`). Nor a client whose
+        // session is not `initialized` yet (it has not sent `notifications/initialized`):
+        // the reason is `NEEDS_INITIALIZED`. Then `sessions.expect_answer(..)` gives the
+        // question's id and where its answer arrives; send the request (`jsonrpc`, that
+        // `id`, `method`, `params`) through `self.outlet`, and wait for the answer in
+        // steps of `STOP_CHECK_INTERVAL`, giving up when `self.stopped()` or the session
+        // ends. `sessions.forget(..)` the question either way. An answer's `result` is
+        // the `Ok`; one with an `error` is not.
         todo!("ask the client, and wait for the answer")
         // END TODO
     }
@@ -2920,6 +3073,12 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// running call (it may have just ended), or is malformed, is ignored: "Invalid
 /// cancellation notifications SHOULD be ignored" (Error Handling).
 fn notice(method: &str, params: Option<&Value>, catalog: &Catalog, session: Option<&Session>) {
+    // Chapter 16: the handshake is done, and the session's calls may ask its client.
+    if method == "notifications/initialized"
+        && let Some(session) = session
+    {
+        catalog.sessions.initialized(&session.id);
+    }
     if method != "notifications/cancelled" {
         return;
     }
