@@ -1536,6 +1536,12 @@ impl RpcError {
         RpcError { code: -32601, message: format!("Method not found: {}", echo(method)), data: None }
     }
 
+    /// A method this server has, but not where it was sent: JSON-RPC's -32601 is for a
+    /// method that "does not exist / is not available".
+    fn not_available(detail: &str) -> RpcError {
+        RpcError { code: -32601, message: format!("Method not available: {detail}"), data: None }
+    }
+
     fn invalid_params(detail: &str) -> RpcError {
         RpcError { code: -32602, message: format!("Invalid params: {detail}"), data: None }
     }
@@ -2275,8 +2281,9 @@ struct Calls {
     running: Mutex<Vec<Entry>>,
     max: usize,
     /// The handshake era's log level. `logging/setLevel` sets it on stdio, where the one
-    /// client is the whole session. Over HTTP each POST stands alone (chapter 2): a
-    /// level set by one client would be every client's, so it stays `DEFAULT_LOG_LEVEL`.
+    /// client is the whole session. Over HTTP each POST stands alone (chapter 2): a level
+    /// set by one client would be every client's, so `set_level` refuses it there, and
+    /// the level stays `DEFAULT_LOG_LEVEL`.
     level: Mutex<Level>,
     remembers_level: bool,
 }
@@ -2381,10 +2388,17 @@ fn notice(method: &str, params: Option<&Value>, catalog: &Catalog) {
     eprintln!("cancellation of request {} ({}): {what}", echo(&id.to_string()), echo(reason));
 }
 
-/// `logging/setLevel`: the least severe log messages the client wants. A level that is
-/// not one of the eight is invalid params (`2025-11-25/server/utilities/logging.mdx`,
-/// Error Handling); any other is answered `{}` (see `Calls::level` for where it lasts).
+/// `logging/setLevel`: the least severe log messages the client wants. Over stdio it
+/// lasts for the process (see `Calls::level`). Over HTTP there is nowhere for it to
+/// last, and a `{}` would promise what the server does not do: "The server should send
+/// all logs at this level and higher" (`SetLevelRequestParams`). So the method is not
+/// available there: -32601, with where a level can be set instead. A level that is not
+/// one of the eight is invalid params (`2025-11-25/server/utilities/logging.mdx`, Error
+/// Handling); any other is answered `{}`.
 fn set_level(params: Option<&Value>, calls: &Calls) -> Result<Value, RpcError> {
+    if !calls.remembers_level {
+        return Err(RpcError::not_available(NO_LEVEL_OVER_HTTP));
+    }
     let level = params
         .and_then(|p| p.get("level"))
         .and_then(Level::named)
@@ -2392,6 +2406,12 @@ fn set_level(params: Option<&Value>, calls: &Calls) -> Result<Value, RpcError> {
     calls.set_level(level);
     Ok(json!({}))
 }
+
+/// Why `logging/setLevel` is not available over HTTP, and where a level can be set: said
+/// in the error.
+const NO_LEVEL_OVER_HTTP: &str = "over HTTP each request stands alone, so `logging/setLevel` has nowhere to keep a level. \
+    A 2026-07-28 request carries its own, in `_meta` (`io.modelcontextprotocol/logLevel`); over stdio, \
+    `logging/setLevel` lasts for the process";
 // ANCHOR_END: calls
 
 // ANCHOR: resources_list

@@ -3383,21 +3383,29 @@ fn notice(method: &str, params: Option<&Value>, catalog: &Catalog, session: Opti
     eprintln!("cancellation of request {} ({}): {what}", echo(&id.to_string()), echo(reason));
 }
 
-/// `logging/setLevel`: the least severe log messages the client wants. A level that is
-/// not one of the eight is invalid params (`2025-11-25/server/utilities/logging.mdx`,
-/// Error Handling); any other is answered `{}`. It lasts for the client's session
-/// (chapter 16). Without one it lasts nowhere: over HTTP each POST outside a session
-/// stands alone (chapter 2), and a level set by one client would be every client's.
+/// `logging/setLevel`: the least severe log messages the client wants. It lasts for the
+/// client's session (chapter 16). Outside one it would last nowhere (over HTTP each POST
+/// outside a session stands alone, chapter 2), and a `{}` would promise what the server
+/// does not do: "The server should send all logs at this level and higher"
+/// (`SetLevelRequestParams`). So it is refused there, as a subscription is (chapter
+/// 17): -32600, the request is not valid where it was sent, with where a level can be
+/// set. A level that is not one of the eight is invalid params
+/// (`2025-11-25/server/utilities/logging.mdx`, Error Handling); any other is `{}`.
 fn set_level(params: Option<&Value>, catalog: &Catalog, session: Option<&Session>) -> Result<Value, RpcError> {
+    let session = session.ok_or_else(|| RpcError::invalid_request(NEEDS_A_SESSION_FOR_A_LEVEL))?;
     let level = params
         .and_then(|p| p.get("level"))
         .and_then(Level::named)
         .ok_or_else(|| RpcError::invalid_params(&format!("`level` must be one of {}", Level::NAMES.join(", "))))?;
-    if let Some(session) = session {
-        catalog.sessions.set_level(&session.id, level);
-    }
+    catalog.sessions.set_level(&session.id, level);
     Ok(json!({}))
 }
+
+/// Why `logging/setLevel` needs a session, and where else a level can be set: said in
+/// the error.
+const NEEDS_A_SESSION_FOR_A_LEVEL: &str = "a log level lasts for a session: `initialize` opens one (over HTTP, send its \
+    `Mcp-Session-Id` with this request). A 2026-07-28 request carries its own, in `_meta` \
+    (`io.modelcontextprotocol/logLevel`)";
 // ANCHOR_END: calls
 
 // ANCHOR: resources_list
