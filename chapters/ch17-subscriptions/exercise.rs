@@ -2366,11 +2366,12 @@ fn subscription(
 /// thread (`Response::stream`), holding no worker, until the session ends, the client
 /// leaves, or `MAX_STREAM_TIME` passes.
 fn open_stream(request: &Request, sessions: &'static Sessions) -> Response {
-    // A GET in no session asks for a stream nothing would ever be sent on. 405 says
-    // "no stream here" (the spec's meaning), to a 2026-07-28 client too, which has
-    // none; `Allow` lists what the endpoint serves.
+    // A stream is a session's: a GET in none is a request that needs a session id and
+    // lacks one, `400`, as the spec asks of "requests without an `MCP-Session-Id` header"
+    // (Session Management) and as the official SDKs answer. Not `405`: its `Allow` would
+    // have to list GET, which this endpoint serves, and contradict it.
     let Some(id) = request.header("Mcp-Session-Id") else {
-        return Response::empty(405).with_header("Allow", "GET, POST, DELETE");
+        return refusal(400, "Bad Request: GET opens a session's own stream; send its `Mcp-Session-Id`");
     };
     if !allows_event_stream(request.header("Accept")) {
         let error = RpcError::invalid_request("`Accept` must allow text/event-stream: a session's stream is one");
