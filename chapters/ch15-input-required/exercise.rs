@@ -1936,7 +1936,7 @@ fn reply(status: u16, id: Value, outcome: Result<Value, RpcError>) -> Response {
 /// Answer a request by its method.
 fn dispatch(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
-        "initialize" => initialize(params),
+        "initialize" => initialize(params, &catalog.calls),
         "ping" => Ok(json!({})),
         "tools/list" => tools_list(params, &catalog.tools),
         "tools/call" => tools_call(params, &catalog.tools),
@@ -1960,7 +1960,7 @@ const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", 
 const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
 
 /// The handshake: agree on a revision and say what this server can do.
-fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
+fn initialize(params: Option<&Value>, calls: &Calls) -> Result<Value, RpcError> {
     let requested = params
         .and_then(|p| p.get("protocolVersion"))
         .and_then(Value::as_str)
@@ -1968,15 +1968,22 @@ fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
     // Negotiation: answer the client's revision when we speak it, else our newest.
     // Never an error: the client reads our answer and decides whether to go on.
     let version = if SUPPORTED_VERSIONS.contains(&requested) { requested } else { SUPPORTED_VERSIONS[0] };
+    // "I have tools": the client may call `tools/list` and `tools/call`; and resources:
+    // `resources/list`, `resources/templates/list`, `resources/read`; and prompts:
+    // `prompts/list`, `prompts/get`; and `completion/complete`. No `listChanged`: they
+    // never change while the server runs; no `subscribe`: a stateless server has nowhere
+    // to send a notice that a resource changed.
+    let mut capabilities = json!({ "tools": {}, "resources": {}, "prompts": {}, "completions": {} });
+    // And log messages during a call (`notifications/message`), only where the level a
+    // client sets with `logging/setLevel` can last: over stdio. A client that sees
+    // `logging` sets a level (the Inspector does as it connects), and over HTTP this
+    // server has nowhere to keep one (`set_level`), so there it sends none, and says so.
+    if calls.remembers_level {
+        capabilities["logging"] = json!({});
+    }
     Ok(json!({
         "protocolVersion": version,
-        // "I have tools": the client may call `tools/list` and `tools/call`; and
-        // resources: `resources/list`, `resources/templates/list`, `resources/read`; and
-        // prompts: `prompts/list`, `prompts/get`; and `completion/complete`; and log
-        // messages during a call (`notifications/message`, `logging/setLevel`). No
-        // `listChanged`: they never change while the server runs; no `subscribe`: a
-        // stateless server has nowhere to send a notice that a resource changed.
-        "capabilities": { "tools": {}, "resources": {}, "prompts": {}, "completions": {}, "logging": {} },
+        "capabilities": capabilities,
         "serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION },
     }))
 }
@@ -2373,7 +2380,9 @@ fn long_call(method: &str, params: Option<&Value>, catalog: &'static Catalog, er
         // `notifications/message` for a request that does not include this field"
         // (`2026-07-28/server/utilities/logging.mdx`). `check_envelope` read it already.
         Era::Modern => request_meta(params).and_then(|meta| meta.get(LOG_LEVEL_KEY)).and_then(Level::named),
-        Era::Handshake => Some(catalog.calls.level()),
+        // Where `initialize` announces `logging` (over stdio), from the level set there;
+        // over HTTP it announces none, and sends none.
+        Era::Handshake => catalog.calls.remembers_level.then(|| catalog.calls.level()),
     };
     Some(LongCall { tool, arguments, progress_token, log_level, era })
 }
@@ -2532,7 +2541,7 @@ struct Calls {
     /// The handshake era's log level. `logging/setLevel` sets it on stdio, where the one
     /// client is the whole session. Over HTTP each POST stands alone (chapter 2): a level
     /// set by one client would be every client's, so `set_level` refuses it there, and
-    /// the level stays `DEFAULT_LOG_LEVEL`.
+    /// the handshake era has no log messages over HTTP (`initialize`).
     level: Mutex<Level>,
     remembers_level: bool,
 }
@@ -2640,10 +2649,11 @@ fn notice(method: &str, params: Option<&Value>, catalog: &Catalog) {
 /// `logging/setLevel`: the least severe log messages the client wants. Over stdio it
 /// lasts for the process (see `Calls::level`). Over HTTP there is nowhere for it to
 /// last, and a `{}` would promise what the server does not do: "The server should send
-/// all logs at this level and higher" (`SetLevelRequestParams`). So the method is not
-/// available there: -32601, with where a level can be set instead. A level that is not
-/// one of the eight is invalid params (`2025-11-25/server/utilities/logging.mdx`, Error
-/// Handling); any other is answered `{}`.
+/// all logs at this level and higher" (`SetLevelRequestParams`). So over HTTP the
+/// method is not available (and `initialize` announces no `logging`): -32601, with
+/// where a level can be set instead. A level that is not one of the eight is invalid
+/// params (`2025-11-25/server/utilities/logging.mdx`, Error Handling); any other is
+/// answered `{}`.
 fn set_level(params: Option<&Value>, calls: &Calls) -> Result<Value, RpcError> {
     if !calls.remembers_level {
         return Err(RpcError::not_available(NO_LEVEL_OVER_HTTP));
@@ -2658,9 +2668,9 @@ fn set_level(params: Option<&Value>, calls: &Calls) -> Result<Value, RpcError> {
 
 /// Why `logging/setLevel` is not available over HTTP, and where a level can be set: said
 /// in the error.
-const NO_LEVEL_OVER_HTTP: &str = "over HTTP each request stands alone, so `logging/setLevel` has nowhere to keep a level. \
-    A 2026-07-28 request carries its own, in `_meta` (`io.modelcontextprotocol/logLevel`); over stdio, \
-    `logging/setLevel` lasts for the process";
+const NO_LEVEL_OVER_HTTP: &str = "over HTTP each request stands alone, so `logging/setLevel` has nowhere to keep a level \
+    (and `initialize` announces no `logging`). A 2026-07-28 request carries its own, in `_meta` \
+    (`io.modelcontextprotocol/logLevel`); over stdio, `logging/setLevel` lasts for the process";
 // ANCHOR_END: calls
 
 // ANCHOR: resources_list
