@@ -16,7 +16,9 @@
 //!   and it serves Streamable HTTP on http://127.0.0.1:8080/mcp;
 //! - with `--stdio` it speaks over stdin and stdout instead, for a host that starts it
 //!   (Claude Desktop);
-//! - `--help` lists every flag.
+//! - `--help` lists every flag;
+//! - each caller may make `--max-calls-per-minute` tool calls a minute (120 unless you
+//!   say otherwise): the spec asks every server with tools to rate limit them.
 //!
 //! To add a tool, in YOUR TOOLS below:
 //! 1. write its function, `fn name(arguments: &Map<String, Value>) -> ToolResult`;
@@ -431,7 +433,7 @@ fn handle(request: &Request, tools: &[Tool], guard: &Guard, rate_limit: &RateLim
         Err(error) => return reply(400, Value::Null, Err(error)),
     };
     // Each tool call takes one from its caller's share, before anything else is done
-    // with it: a caller with none left is refused (RATE LIMIT).
+    // with it: a caller with none left is refused (see `RateLimit`).
     if let Message::Request { id, method, .. } = &message
         && method == "tools/call"
         && !rate_limit.take(&caller(request))

@@ -741,7 +741,7 @@ fn handle(request: &Request, catalog: &Catalog, guard: &Guard, rate_limit: &Rate
         Err(error) => return reply(400, Value::Null, Err(error)),
     };
     // Each tool call takes one from its caller's share, before anything else is done
-    // with it: a caller with none left is refused (RATE LIMIT).
+    // with it: a caller with none left is refused (see `RateLimit`).
     if let Message::Request { id, method, .. } = &message
         && method == "tools/call"
         && !rate_limit.take(&caller(request))
