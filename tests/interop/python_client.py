@@ -37,8 +37,9 @@ CATALOG (`--catalog FILE`, a JSON object; each part runs only with its flag):
 With `--stream NAME` the tool NAME is called once more with a progress callback, and
 log messages are asked for (from `info` up: in 2026-07-28 per request, the client's
 `log_level`); it must send at least two progress notifications, each larger than the
-last, and at least one log message if it announced `logging` (none if it did not),
-before its result (chapter 14).
+last, and log messages where they are due (in 2026-07-28, and in the handshake era when
+the server announced `logging`) and none where they are not, before its result
+(chapter 14).
 
 With `--ask NAME=JSON` the tool NAME asks the user before it acts (chapter 15:
 elicitation, by `input_required` in 2026-07-28): the client declares the elicitation
@@ -386,8 +387,10 @@ async def check_stream(client: Any, name: str, logs: list[Any]) -> int:
         return 1
     logged = [getattr(entry, "level", "?") for entry in logs[before:]]
     increasing = all(a < b for a, b in zip(progress, progress[1:]))
-    announced = client.server_capabilities.logging is not None
-    fine = len(progress) >= 2 and increasing and bool(logged) == announced and not result.is_error
+    # 2026-07-28: the client asked for log messages in every request (its `log_level`);
+    # the handshake era: they are due exactly when the server announced `logging`.
+    due = client.protocol_version == "2026-07-28" or client.server_capabilities.logging is not None
+    fine = len(progress) >= 2 and increasing and bool(logged) == due and not result.is_error
     print(f"{'ok  ' if fine else 'FAIL'} stream {name}: progress={progress} logs={logged} {summarize(result)}")
     return 0 if fine else 1
 
