@@ -23,7 +23,7 @@
 // ANCHOR: types
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -41,6 +41,9 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// The raw body; the handler decides whether it is JSON.
     pub body: Vec<u8>,
+    /// The address the connection comes from: the one thing about the client that the
+    /// client does not write itself (a proxy in front makes it the proxy's).
+    pub peer: IpAddr,
 }
 
 /// An HTTP response, as the chapter's handler returns it.
@@ -165,8 +168,8 @@ where
     // Every open connection holds a slot; the count decides who is past the cap.
     let open = Arc::new(AtomicUsize::new(0));
     loop {
-        let client = match listener.accept() {
-            Ok((client, _)) => client,
+        let (client, peer) = match listener.accept() {
+            Ok((client, peer)) => (client, peer.ip()),
             // Out of file descriptors, most likely: wait for some to close, never stop.
             Err(error) => {
                 eprintln!("http: accept failed ({error}); retrying");
@@ -183,7 +186,7 @@ where
             if slot.count > config.max_connections {
                 refuse(&client, Refusal::new(503, "Service Unavailable: too many connections; try again shortly"));
             } else {
-                door(&client, &config, &workers, handler.as_ref());
+                door(&client, peer, &config, &workers, handler.as_ref());
             }
             // However the connection ends, the client may have sent more than was read.
             close_gently(&client);
@@ -260,7 +263,7 @@ impl Workers {
 /// One client connection. For each request on it: read it whole (head, then body) or
 /// refuse it, let the handler answer it, send the answer; then wait for the client's
 /// next request on the same connection (keep-alive). On return, the connection closes.
-fn door<H>(client: &TcpStream, config: &Config, workers: &Workers, handler: &H)
+fn door<H>(client: &TcpStream, peer: IpAddr, config: &Config, workers: &Workers, handler: &H)
 where
     H: Fn(&Request) -> Response,
 {
@@ -280,6 +283,7 @@ where
             path: head.target.split('?').next().unwrap_or_default().to_string(),
             headers: std::mem::take(&mut head.headers), // the answer needs the rest of the head
             body,
+            peer,
         };
         // A bug in a handler must not take the whole server down: answer 500 and go on
         // to the next request. (Chapter 5 catches tool panics earlier, so that the
