@@ -124,8 +124,15 @@ pub struct Config {
     pub keep_alive_timeout: Duration,
     /// How long a whole request may take to arrive, head and body, from its first byte;
     /// also how long an answer may take to be sent, and a request to wait for a worker.
-    /// A client that trickles a byte at a time, or never reads, is let go when it runs out.
     pub request_timeout: Duration,
+    /// A head, and then a body, must keep arriving: each has `request_grace` from its
+    /// first byte, and one second more for every `min_bytes_per_second` bytes that
+    /// arrive (Apache's `mod_reqtimeout` rule), within `request_timeout`. A client that
+    /// trickles a byte every few seconds is answered `408` after the grace, not after
+    /// the whole request timeout.
+    pub request_grace: Duration,
+    /// The minimum rate, in bytes a second: see `request_grace`.
+    pub min_bytes_per_second: u64,
 }
 
 impl Default for Config {
@@ -136,6 +143,8 @@ impl Default for Config {
             max_connections: 256,
             keep_alive_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
+            request_grace: Duration::from_secs(10),
+            min_bytes_per_second: 500,
         }
     }
 }
@@ -268,7 +277,7 @@ where
     // peer to acknowledge the first, and the peer delays that (up to 40 ms).
     let _ = client.set_nodelay(true);
     let _ = client.set_write_timeout(Some(config.request_timeout));
-    let mut from_client = BufReader::new(ClientReader::new(client, config.keep_alive_timeout));
+    let mut from_client = BufReader::new(ClientReader::new(client, config));
     loop {
         let (mut head, body) = match next_request(&mut from_client, client, config) {
             Ok(Some(request)) => request,
@@ -295,48 +304,75 @@ where
     }
 }
 
-/// Read the next request whole, within `config.request_timeout` of its first byte.
+/// Read the next request whole: by `config.request_timeout` from its first byte, and
+/// its head, then its body, each at the minimum rate (see [`Arrival`]).
 /// `Ok(None)`: the connection ended (or idled out) between requests, nothing to answer.
 fn next_request(
     from_client: &mut BufReader<ClientReader>,
     client: &TcpStream,
     config: &Config,
 ) -> Result<Option<(Head, Vec<u8>)>, Refusal> {
-    from_client.get_mut().deadline = None; // between requests: only the keep-alive timeout
+    from_client.get_mut().arriving = None; // between requests: only the keep-alive timeout
     match from_client.fill_buf() {
         Ok([]) | Err(_) => return Ok(None),
         Ok(_) => {}
     }
-    from_client.get_mut().deadline = Some(Instant::now() + config.request_timeout);
+    let deadline = Instant::now() + config.request_timeout;
+    from_client.get_mut().arriving = Some(Arrival::new(deadline));
     let head = parse_head(&read_head(from_client)?)?;
+    from_client.get_mut().arriving = Some(Arrival::new(deadline)); // the body's own grace
     let body = read_body(from_client, client, &head, config.max_body_bytes)?;
     Ok(Some((head, body)))
 }
 // ANCHOR_END: door
 
 /// Reads from the client socket with a deadline: while a connection waits for its next
-/// request only the keep-alive timeout applies; once a request has begun, all of it
-/// must arrive by its deadline, so a head trickled a byte at a time is cut off
+/// request only the keep-alive timeout applies; once a request has begun, it must keep
+/// arriving (see [`Arrival`]), so a head trickled a byte at a time is cut off
 /// (slowloris) however patient each single read is.
 struct ClientReader<'a> {
     socket: &'a TcpStream,
-    keep_alive: Duration,
-    deadline: Option<Instant>,
+    config: &'a Config,
+    /// The head or the body on its way; `None` between requests.
+    arriving: Option<Arrival>,
     /// The read timeout the socket has now, so that it is set only when it changes.
     timeout: Option<Duration>,
 }
 
 impl<'a> ClientReader<'a> {
-    fn new(socket: &'a TcpStream, keep_alive: Duration) -> ClientReader<'a> {
-        ClientReader { socket, keep_alive, deadline: None, timeout: None }
+    fn new(socket: &'a TcpStream, config: &'a Config) -> ClientReader<'a> {
+        ClientReader { socket, config, arriving: None, timeout: None }
+    }
+}
+
+/// A head or a body on its way. It must keep a minimum rate, as Apache's
+/// `mod_reqtimeout` asks: it has `request_grace` from its first byte, and one more
+/// second for every `min_bytes_per_second` bytes that arrive, but never past the
+/// request's own deadline. A client that sends a byte every few seconds runs out after
+/// the grace; one that sends a large body steadily earns the time it needs.
+struct Arrival {
+    started: Instant,
+    received: u64,
+    request_deadline: Instant,
+}
+
+impl Arrival {
+    fn new(request_deadline: Instant) -> Arrival {
+        Arrival { started: Instant::now(), received: 0, request_deadline }
+    }
+
+    fn deadline(&self, config: &Config) -> Instant {
+        let earned = Duration::from_millis(self.received.saturating_mul(1000) / config.min_bytes_per_second.max(1));
+        let allowed = config.request_grace.saturating_add(earned);
+        self.started.checked_add(allowed).map_or(self.request_deadline, |end| end.min(self.request_deadline))
     }
 }
 
 impl Read for ClientReader<'_> {
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        let timeout = match self.deadline {
-            None => self.keep_alive,
-            Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+        let timeout = match &self.arriving {
+            None => self.config.keep_alive_timeout,
+            Some(arrival) => arrival.deadline(self.config).saturating_duration_since(Instant::now()),
         };
         if timeout.is_zero() {
             return Err(io::ErrorKind::TimedOut.into());
@@ -346,7 +382,11 @@ impl Read for ClientReader<'_> {
             self.timeout = Some(timeout);
         }
         let mut socket = self.socket;
-        socket.read(buffer)
+        let read = socket.read(buffer)?;
+        if let Some(arrival) = &mut self.arriving {
+            arrival.received += read as u64;
+        }
+        Ok(read)
     }
 }
 

@@ -276,3 +276,62 @@ fn workers_are_turns_in_the_handler() {
         assert!(read_all(&mut waiting).starts_with("HTTP/1.1 200"));
     }
 }
+
+// ---------------------------------------------------------------------------
+// A crowd at the door: a head or a body must keep a minimum rate, and at the cap the
+// connection that has waited longest for its client makes room for a newcomer.
+// ---------------------------------------------------------------------------
+
+/// Deadlines long enough that nothing in these tests times out by itself, but for a
+/// short grace before a request must keep the minimum rate (500 bytes a second).
+fn patient() -> Config {
+    Config {
+        keep_alive_timeout: Duration::from_secs(20),
+        request_timeout: Duration::from_secs(20),
+        request_grace: Duration::from_millis(500),
+        min_bytes_per_second: 500,
+        ..Config::default()
+    }
+}
+
+/// Slowloris sends a byte every few seconds, each in time for any per-read timeout,
+/// and until now held its connection for the whole request timeout. Below the minimum
+/// rate, it is answered 408 once the grace is over, long before that.
+#[test]
+fn a_head_below_the_minimum_rate_is_cut_off_after_the_grace() {
+    let address = serve(patient(), echo);
+    let started = Instant::now();
+    let answer = trickle(address, b"", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Slow: ");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    assert!(answer.contains("Connection: close"), "{answer:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "cut off after {:?}, not after the grace", started.elapsed());
+}
+
+/// The same for a body: a whole head, then its body a byte at a time.
+#[test]
+fn a_body_below_the_minimum_rate_is_cut_off_after_the_grace() {
+    let address = serve(patient(), echo);
+    let started = Instant::now();
+    let answer = trickle(address, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n", b"x");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "cut off after {:?}, not after the grace", started.elapsed());
+}
+
+/// A body that arrives steadily earns the time it needs: every 500 bytes buy another
+/// second, so a body that takes three times the grace to send is still read whole.
+#[test]
+fn a_body_that_keeps_the_rate_earns_the_time_it_needs() {
+    let address = serve(patient(), echo);
+    let mut stream = connect(address);
+    stream
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3000\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let started = Instant::now();
+    for _ in 0..30 {
+        stream.write_all(&[b'x'; 100]).unwrap(); // 2,000 bytes a second
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(started.elapsed() > Duration::from_millis(1500), "the body took longer than the grace");
+    let answer = read_all(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.contains(r#""bytes":3000"#), "{answer:?}");
+}
