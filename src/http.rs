@@ -487,6 +487,7 @@ impl<'a> ClientReader<'a> {
     }
 }
 
+// ANCHOR: rate
 /// A head or a body on its way. It must keep a minimum rate, as Apache's
 /// `mod_reqtimeout` asks: it has `request_grace` from its first byte, and one more
 /// second for every `min_bytes_per_second` bytes that arrive, but never past the
@@ -509,6 +510,7 @@ impl Arrival {
         self.started.checked_add(allowed).map_or(self.request_deadline, |end| end.min(self.request_deadline))
     }
 }
+// ANCHOR_END: rate
 
 impl Read for ClientReader<'_> {
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
