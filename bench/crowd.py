@@ -22,7 +22,7 @@ requests and never read an answer).
 Only loopback; standard library only. Runs the release build of the starter
 (`cargo build --release --bin ch10-starter`) unless given --starter.
 
-    python3 bench/crowd.py                 # everything, 30 s per attack (~3 min)
+    python3 bench/crowd.py                 # everything, 30 s per attack (~5 min)
     python3 bench/crowd.py --quick         # 8 s per attack
     python3 bench/crowd.py --attacks idle --seconds 60
 """
