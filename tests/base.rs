@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 
 use mcp_workbook::http::{self, Config, Request, Response};
 
+#[path = "common/answer.rs"]
+mod answer;
+use answer::read_answer;
+
 /// Serve `handler` on a free port with these deadlines, in a thread of this process.
 fn serve(config: Config, handler: impl Fn(&Request) -> Response + Send + Sync + 'static) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -296,25 +300,21 @@ fn patient() -> Config {
 
 /// Slowloris sends a byte every few seconds, each in time for any per-read timeout,
 /// and until now held its connection for the whole request timeout. Below the minimum
-/// rate, it is answered 408 once the grace is over, long before that.
+/// rate, a head, or a body after its whole head, is answered 408 once the grace is
+/// over, long before that.
 #[test]
-fn a_head_below_the_minimum_rate_is_cut_off_after_the_grace() {
+fn a_head_or_a_body_below_the_minimum_rate_is_cut_off_after_the_grace() {
     let address = serve(patient(), echo);
-    let started = Instant::now();
-    let answer = trickle(address, b"", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Slow: ");
-    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
-    assert!(answer.contains("Connection: close"), "{answer:?}");
-    assert!(started.elapsed() < Duration::from_secs(10), "cut off after {:?}, not after the grace", started.elapsed());
-}
-
-/// The same for a body: a whole head, then its body a byte at a time.
-#[test]
-fn a_body_below_the_minimum_rate_is_cut_off_after_the_grace() {
-    let address = serve(patient(), echo);
-    let started = Instant::now();
-    let answer = trickle(address, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n", b"x");
-    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
-    assert!(started.elapsed() < Duration::from_secs(10), "cut off after {:?}, not after the grace", started.elapsed());
+    let cases: [(&[u8], &[u8]); 2] = [
+        (b"", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Slow: "),
+        (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n", b"x"),
+    ];
+    for (start, trickled) in cases {
+        let started = Instant::now();
+        let answer = trickle(address, start, trickled);
+        assert!(answer.starts_with("HTTP/1.1 408") && answer.contains("Connection: close"), "{answer:?}");
+        assert!(started.elapsed() < Duration::from_secs(10), "cut off after {:?}, not the grace", started.elapsed());
+    }
 }
 
 /// A body that arrives steadily earns the time it needs: every 500 bytes buy another
@@ -339,20 +339,7 @@ fn a_body_that_keeps_the_rate_earns_the_time_it_needs() {
 /// Send a GET on `stream` and read its whole answer (the connection stays open).
 fn get_kept_alive(stream: &mut TcpStream, path: &str) -> String {
     stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes()).unwrap();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let (mut head, mut line) = (String::new(), String::new());
-    while line != "\r\n" {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return head; // closed
-        }
-        head.push_str(&line);
-    }
-    let length: usize =
-        head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).map_or(0, |n| n.trim().parse().unwrap());
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    head + &String::from_utf8_lossy(&body)
+    read_answer(stream)
 }
 
 /// Whether the server has closed `stream`: it reads the end of the stream (or a reset).

@@ -20,6 +20,10 @@ use std::time::{Duration, Instant};
 
 use mcp_workbook::replay::RunningServer;
 
+#[path = "common/answer.rs"]
+mod answer;
+use answer::read_answer;
+
 const STARTER: &str = env!("CARGO_BIN_EXE_ch10-starter");
 const PING_ME: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"PingME"}}"#;
 
@@ -394,23 +398,10 @@ fn a_client_that_never_reads_blocks_nobody() {
     drop(greedy);
 }
 
-/// Send PingME on a kept-alive connection and read its whole answer (by its length).
+/// Send PingME on a kept-alive connection and read its whole answer.
 fn call_kept_alive(stream: &mut TcpStream) -> String {
     stream.write_all(&post("", PING_ME)).unwrap();
-    let mut answer = Vec::new();
-    let mut byte = [0u8; 1];
-    while !answer.ends_with(b"\r\n\r\n") {
-        match stream.read(&mut byte) {
-            Ok(1) => answer.push(byte[0]),
-            _ => return String::from_utf8_lossy(&answer).into_owned(), // closed
-        }
-    }
-    let head = String::from_utf8_lossy(&answer).into_owned();
-    let length: usize =
-        head.lines().find_map(|line| line.strip_prefix("Content-Length: ")).map_or(0, |n| n.trim().parse().unwrap());
-    let mut body = vec![0; length];
-    stream.read_exact(&mut body).unwrap();
-    head + &String::from_utf8_lossy(&body)
+    read_answer(stream)
 }
 
 /// The cap on connections: a newcomer past it is served, and the connection idle
