@@ -23,6 +23,9 @@ use crate::replay::diff_steps;
 /// Lines of unchanged context around each change.
 const CONTEXT: usize = 3;
 
+/// One step of a line diff: the old line it keeps or removes, the new line it keeps or adds.
+type Step = (Option<usize>, Option<usize>);
+
 /// The step from `previous` to `chapter`, as `changes.diff` holds it.
 pub fn changes(previous: &Chapter, chapter: &Chapter) -> io::Result<String> {
     let read = |chapter: &Chapter, file: &str| std::fs::read_to_string(chapter.folder().join(file));
@@ -69,7 +72,7 @@ fn file_diff(old_label: &str, new_label: &str, old: &str, new: &str) -> String {
         let (start, end) = (first.saturating_sub(CONTEXT), (last + CONTEXT + 1).min(steps.len()));
         let hunk = &steps[start..end];
         // A hunk's header counts from 1; an empty side names the line before it.
-        let first_line = |side: fn(&(Option<usize>, Option<usize>)) -> Option<usize>| {
+        let first_line = |side: fn(&Step) -> Option<usize>| {
             let count = hunk.iter().filter(|step| side(step).is_some()).count();
             let before = steps[..start].iter().filter(|step| side(step).is_some()).count();
             (if count == 0 { before } else { before + 1 }, count)
