@@ -663,7 +663,8 @@ fn parse_request_line(line: &[u8]) -> Result<(String, String, bool), Refusal> {
 }
 
 /// `Name: value`. No space before the colon, no line folding (a line that begins with
-/// a space), and values of visible ASCII, spaces and tabs (RFC 9112, section 5).
+/// a space) (RFC 9112, section 5), and values of visible ASCII, spaces and tabs
+/// (`is_field_byte` says why not all that RFC 9110, section 5.5 allows).
 fn parse_field(line: &[u8]) -> Result<(String, String), Refusal> {
     if line.first().is_some_and(|&byte| byte == b' ' || byte == b'\t') {
         return Err(Refusal::bad("a folded header line (one that begins with a space)"));

@@ -3,7 +3,8 @@
 //!
 //! - [`http`]: the synchronous `tiny_http` loop; chapters hand it a pure function.
 //! - [`transcript`]: a chapter's wire exchanges, parsed from its Markdown file.
-//! - [`replay`]: send those exchanges to a running server and compare the answers.
+//! - [`replay`]: send those exchanges to a running server and compare the answers
+//!   (`src/replay.rs`, and its pieces, one concern a file, in `src/replay/`).
 //! - [`check`]: the learner's check: the replay, told in plain words.
 //! - [`chapters`]: which chapters exist.
 //! - [`starter`]: chapter 10 written out as a crate of your own.

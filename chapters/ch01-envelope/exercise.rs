@@ -52,7 +52,8 @@ fn handle(request: &Request) -> Response {
         return Response::empty(405).with_header("Allow", "POST");
     }
     // TODO: answer the body, by what `parse_message` makes of it:
-    // - not a message at all: 400, with the error and `"id": null`;
+    // - not a message at all: 400, with the error and the id `readable_id` finds in
+    //   the body (`"id": null` when it finds none);
     // - a request: 200, with its own id and what `dispatch` says;
     // - a notification, or a client's response: 202 and no body.
     todo!("answer each kind of message")
@@ -114,7 +115,7 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
     // TODO: say which kind of message `body` holds, or why it is none:
     // - not JSON: a parse error;
     // - JSON but not one message (not a single object, `jsonrpc` other than "2.0",
-    //   `params` neither an object nor an array, an id `valid_id` refuses, a `method`
+    //   `params` other than an object, an id `valid_id` refuses, a `method`
     //   that is not a string, neither a `method` nor a response): an invalid request.
     todo!("read the body as one JSON-RPC message")
     // END TODO
@@ -135,6 +136,20 @@ fn is_response(object: &Map<String, Value>) -> bool {
     todo!("recognise a response")
     // END TODO
 }
+
+/// The id an error about `body` goes back with. Error responses "MUST include the same
+/// ID as the request they correspond to (except in error cases where the ID could not
+/// be read due a malformed request)": so the body's own id whenever it can be read,
+/// that is when the body is a JSON object, not a response (a response's id names a
+/// request of the server's, not one of the client's), with a valid `id`. Otherwise
+/// `Value::Null`: no id could be read (chapter 1, "The choices this chapter makes").
+fn readable_id(body: &[u8]) -> Value {
+    // TODO: the body's `id`, as `valid_id` gives it back, when the body is a JSON object
+    // with neither `result` nor `error`; `Value::Null` for anything else (not JSON, not
+    // an object, a response, no `id`, an id `valid_id` refuses).
+    todo!("find the id an error goes back with")
+    // END TODO
+}
 // ANCHOR_END: parse
 
 // ANCHOR: reply
@@ -143,6 +158,7 @@ fn is_response(object: &Map<String, Value>) -> bool {
 #[derive(Serialize)]
 struct RpcResponse {
     jsonrpc: &'static str,
+    /// The request's id; `null` when it could not be read (chapter 1).
     id: Value,
     #[serde(flatten)]
     outcome: Outcome,

@@ -70,8 +70,9 @@ fn handle(request: &Request, tools: &[Tool]) -> Response {
         return reply(415, Value::Null, Err(error));
     }
     match parse_message(&request.body) {
-        // Not a message at all: there is no id to answer to, hence `"id": null`.
-        Err(error) => reply(400, Value::Null, Err(error)),
+        // Not a message at all: the error goes back with the body's id when one could be
+        // read, else with `"id": null` (see `readable_id`).
+        Err(error) => reply(400, readable_id(&request.body), Err(error)),
         Ok(Message::Request { id, method, params }) => {
             format.wrap(reply(200, id, dispatch(&method, params.as_ref(), tools)))
         }
@@ -214,9 +215,11 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
     if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
         return Err(RpcError::invalid_request(r#"`jsonrpc` must be "2.0""#));
     }
+    // MCP narrows JSON-RPC's "object or array" to an object:
+    // `params?: { [key: string]: unknown }`.
     let params = match object.get("params") {
-        None | Some(Value::Object(_) | Value::Array(_)) => object.get("params").cloned(),
-        Some(_) => return Err(RpcError::invalid_request("`params` must be an object or an array")),
+        None | Some(Value::Object(_)) => object.get("params").cloned(),
+        Some(_) => return Err(RpcError::invalid_request("`params` must be an object")),
     };
     // Absent is not the same as null: no `id` member makes a notification, while
     // `"id": null` is a request with an id nobody could answer to.
@@ -247,6 +250,22 @@ fn valid_id(id: &Value) -> Result<Value, RpcError> {
 fn is_response(object: &Map<String, Value>) -> bool {
     object.contains_key("result") != object.contains_key("error")
 }
+
+/// The id an error about `body` goes back with. Error responses "MUST include the same
+/// ID as the request they correspond to (except in error cases where the ID could not
+/// be read due a malformed request)": so the body's own id whenever it can be read,
+/// that is when the body is a JSON object, not a response (a response's id names a
+/// request of the server's, not one of the client's), with a valid `id`. Otherwise
+/// `Value::Null`: no id could be read (chapter 1, "The choices this chapter makes").
+fn readable_id(body: &[u8]) -> Value {
+    let Ok(Value::Object(object)) = serde_json::from_slice(body) else {
+        return Value::Null;
+    };
+    if object.contains_key("result") || object.contains_key("error") {
+        return Value::Null;
+    }
+    object.get("id").and_then(|id| valid_id(id).ok()).unwrap_or(Value::Null)
+}
 // ANCHOR_END: parse
 
 // ANCHOR: reply
@@ -255,6 +274,7 @@ fn is_response(object: &Map<String, Value>) -> bool {
 #[derive(Serialize)]
 struct RpcResponse {
     jsonrpc: &'static str,
+    /// The request's id; `null` when it could not be read (chapter 1).
     id: Value,
     #[serde(flatten)]
     outcome: Outcome,

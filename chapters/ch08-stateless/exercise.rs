@@ -120,8 +120,9 @@ fn handle(request: &Request, tools: &[Tool], guard: &Guard) -> Response {
     }
     let message = match parse_message(&request.body) {
         Ok(message) => message,
-        // Not a message at all: there is no id to answer to, hence `"id": null`.
-        Err(error) => return reply(400, Value::Null, Err(error)),
+        // Not a message at all: the error goes back with the body's id when one could be
+        // read, else with `"id": null` (see `readable_id`).
+        Err(error) => return reply(400, readable_id(&request.body), Err(error)),
     };
     // A request in the 2026-07-28 envelope is served by that revision's rules.
     if let Message::Request { id, method, params } = &message
@@ -550,7 +551,12 @@ impl RpcError {
     }
 
     fn unsupported_version(requested: &str) -> RpcError {
-        let data = json!({ "supported": all_versions(), "requested": echo(requested) });
+        // `supported` is what a retry may name, so it never names the revision refused.
+        // A handshake revision is spoken only after `initialize`: a client that sent
+        // one in the stateless envelope is offered the stateless revisions, the only
+        // ones that envelope can carry; any other revision, the whole list.
+        let supported = if SUPPORTED_VERSIONS.contains(&requested) { MODERN_VERSIONS.to_vec() } else { all_versions() };
+        let data = json!({ "supported": supported, "requested": echo(requested) });
         RpcError { code: -32022, message: "Unsupported protocol version".into(), data: Some(data) }
     }
 
@@ -581,9 +587,11 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
     if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
         return Err(RpcError::invalid_request(r#"`jsonrpc` must be "2.0""#));
     }
+    // MCP narrows JSON-RPC's "object or array" to an object:
+    // `params?: { [key: string]: unknown }`.
     let params = match object.get("params") {
-        None | Some(Value::Object(_) | Value::Array(_)) => object.get("params").cloned(),
-        Some(_) => return Err(RpcError::invalid_request("`params` must be an object or an array")),
+        None | Some(Value::Object(_)) => object.get("params").cloned(),
+        Some(_) => return Err(RpcError::invalid_request("`params` must be an object")),
     };
     // Absent is not the same as null: no `id` member makes a notification, while
     // `"id": null` is a request with an id nobody could answer to.
@@ -614,6 +622,22 @@ fn valid_id(id: &Value) -> Result<Value, RpcError> {
 fn is_response(object: &Map<String, Value>) -> bool {
     object.contains_key("result") != object.contains_key("error")
 }
+
+/// The id an error about `body` goes back with. Error responses "MUST include the same
+/// ID as the request they correspond to (except in error cases where the ID could not
+/// be read due a malformed request)": so the body's own id whenever it can be read,
+/// that is when the body is a JSON object, not a response (a response's id names a
+/// request of the server's, not one of the client's), with a valid `id`. Otherwise
+/// `Value::Null`: no id could be read (chapter 1, "The choices this chapter makes").
+fn readable_id(body: &[u8]) -> Value {
+    let Ok(Value::Object(object)) = serde_json::from_slice(body) else {
+        return Value::Null;
+    };
+    if object.contains_key("result") || object.contains_key("error") {
+        return Value::Null;
+    }
+    object.get("id").and_then(|id| valid_id(id).ok()).unwrap_or(Value::Null)
+}
 // ANCHOR_END: parse
 
 // ANCHOR: reply
@@ -622,6 +646,7 @@ fn is_response(object: &Map<String, Value>) -> bool {
 #[derive(Serialize)]
 struct RpcResponse {
     jsonrpc: &'static str,
+    /// The request's id; `null` when it could not be read (chapter 1).
     id: Value,
     #[serde(flatten)]
     outcome: Outcome,

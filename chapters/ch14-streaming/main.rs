@@ -824,8 +824,9 @@ fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard) -> Respon
     }
     let message = match parse_message(&request.body) {
         Ok(message) => message,
-        // Not a message at all: there is no id to answer to, hence `"id": null`.
-        Err(error) => return reply(400, Value::Null, Err(error)),
+        // Not a message at all: the error goes back with the body's id when one could be
+        // read, else with `"id": null` (see `readable_id`).
+        Err(error) => return reply(400, readable_id(&request.body), Err(error)),
     };
     let streams = allows_event_stream(request.header("Accept"));
     // A request in the 2026-07-28 envelope is served by that revision's rules.
@@ -991,7 +992,8 @@ fn handle_line(line: &[u8], catalog: &'static Catalog) -> Option<Vec<u8>> {
         return None; // a blank line holds no message, so there is nothing to answer
     }
     let response = match parse_message(line) {
-        Err(error) => reply(400, Value::Null, Err(error)),
+        // Not a message: answered as stdio answers it (see `stdio_error`).
+        Err(error) => return Some(stdio_error(line, error)),
         // No headers here: a request is modern by its `_meta` alone.
         Ok(Message::Request { id, method, params }) if is_modern(None, &method, params.as_ref()) => {
             if check_envelope(None, &method, params.as_ref()).is_ok()
@@ -1017,6 +1019,17 @@ fn handle_line(line: &[u8], catalog: &'static Catalog) -> Option<Vec<u8>> {
     // There is no status line on stdio: the status `reply` chose goes nowhere, and the
     // JSON-RPC error in the body is the whole answer.
     Some(response.body)
+}
+
+/// The error for a line that is not a message: with the line's id when one could be
+/// read, as over HTTP; with no `id` member at all when none could, where HTTP says
+/// `"id": null`. "The server MUST NOT write anything to its `stdout` that is not a valid
+/// MCP message", and MCP's schema has no `null` id (`id?: RequestId`): chapter 9's page
+/// says why the two transports differ.
+fn stdio_error(line: &[u8], error: RpcError) -> Vec<u8> {
+    let id = Some(readable_id(line)).filter(|id| !id.is_null());
+    let response = RpcResponse { jsonrpc: "2.0", id, outcome: Outcome::Error(error) };
+    serde_json::to_vec(&response).expect("serializable")
 }
 // ANCHOR_END: stdio
 
@@ -1429,7 +1442,12 @@ impl RpcError {
     }
 
     fn unsupported_version(requested: &str) -> RpcError {
-        let data = json!({ "supported": all_versions(), "requested": echo(requested) });
+        // `supported` is what a retry may name, so it never names the revision refused.
+        // A handshake revision is spoken only after `initialize`: a client that sent
+        // one in the stateless envelope is offered the stateless revisions, the only
+        // ones that envelope can carry; any other revision, the whole list.
+        let supported = if SUPPORTED_VERSIONS.contains(&requested) { MODERN_VERSIONS.to_vec() } else { all_versions() };
+        let data = json!({ "supported": supported, "requested": echo(requested) });
         RpcError { code: -32022, message: "Unsupported protocol version".into(), data: Some(data) }
     }
 
@@ -1478,9 +1496,11 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
     if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
         return Err(RpcError::invalid_request(r#"`jsonrpc` must be "2.0""#));
     }
+    // MCP narrows JSON-RPC's "object or array" to an object:
+    // `params?: { [key: string]: unknown }`.
     let params = match object.get("params") {
-        None | Some(Value::Object(_) | Value::Array(_)) => object.get("params").cloned(),
-        Some(_) => return Err(RpcError::invalid_request("`params` must be an object or an array")),
+        None | Some(Value::Object(_)) => object.get("params").cloned(),
+        Some(_) => return Err(RpcError::invalid_request("`params` must be an object")),
     };
     // Absent is not the same as null: no `id` member makes a notification, while
     // `"id": null` is a request with an id nobody could answer to.
@@ -1511,6 +1531,22 @@ fn valid_id(id: &Value) -> Result<Value, RpcError> {
 fn is_response(object: &Map<String, Value>) -> bool {
     object.contains_key("result") != object.contains_key("error")
 }
+
+/// The id an error about `body` goes back with. Error responses "MUST include the same
+/// ID as the request they correspond to (except in error cases where the ID could not
+/// be read due a malformed request)": so the body's own id whenever it can be read,
+/// that is when the body is a JSON object, not a response (a response's id names a
+/// request of the server's, not one of the client's), with a valid `id`. Otherwise
+/// `Value::Null`: no id could be read (chapter 1, "The choices this chapter makes").
+fn readable_id(body: &[u8]) -> Value {
+    let Ok(Value::Object(object)) = serde_json::from_slice(body) else {
+        return Value::Null;
+    };
+    if object.contains_key("result") || object.contains_key("error") {
+        return Value::Null;
+    }
+    object.get("id").and_then(|id| valid_id(id).ok()).unwrap_or(Value::Null)
+}
 // ANCHOR_END: parse
 
 // ANCHOR: reply
@@ -1519,7 +1555,10 @@ fn is_response(object: &Map<String, Value>) -> bool {
 #[derive(Serialize)]
 struct RpcResponse {
     jsonrpc: &'static str,
-    id: Value,
+    /// The request's id; over HTTP `null` when it could not be read (chapter 1). `None`
+    /// leaves the member out: stdio's form of the same (see `stdio_error`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<Value>,
     #[serde(flatten)]
     outcome: Outcome,
 }
@@ -1537,7 +1576,7 @@ fn reply(status: u16, id: Value, outcome: Result<Value, RpcError>) -> Response {
         Ok(result) => Outcome::Result(result),
         Err(error) => Outcome::Error(error),
     };
-    let body = serde_json::to_string(&RpcResponse { jsonrpc: "2.0", id, outcome }).expect("serializable");
+    let body = serde_json::to_string(&RpcResponse { jsonrpc: "2.0", id: Some(id), outcome }).expect("serializable");
     Response::json(status, body)
 }
 // ANCHOR_END: reply

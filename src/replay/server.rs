@@ -1,0 +1,120 @@
+//! A chapter's server as a child process ([`RunningServer`]): started on port 0, its
+//! address read from the line it prints once listening, its stderr kept to explain a
+//! failure, and stopped when dropped.
+
+use std::io::{self, BufRead, BufReader};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use super::TIMEOUT;
+
+/// A chapter's server running as a child process; stopped when dropped.
+pub struct RunningServer {
+    child: Child,
+    /// Where it listens, read from the line it prints once listening.
+    pub address: SocketAddr,
+    /// What it wrote to stderr so far, to explain a failure.
+    stderr: Arc<Mutex<String>>,
+}
+
+impl RunningServer {
+    /// Start `binary --bind 127.0.0.1:0 ARGS...` and wait for its URL line.
+    pub fn start(binary: &Path, args: &[String]) -> io::Result<RunningServer> {
+        let mut child = Command::new(binary)
+            .args(["--bind", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot start {}: {e}", binary.display())))?;
+
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let sink = stderr.clone();
+        thread::spawn(move || {
+            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+                let mut sink = sink.lock().unwrap();
+                sink.push_str(&line);
+                sink.push('\n');
+            }
+        });
+
+        // The first stdout line that holds `http://` names the address. Keep
+        // draining stdout afterwards so the child never blocks on a full pipe.
+        let (found, wait) = mpsc::channel();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        thread::spawn(move || {
+            let mut found = Some(found);
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(address) = address_in(&line)
+                    && let Some(found) = found.take()
+                {
+                    let _ = found.send(address);
+                }
+            }
+        });
+
+        match wait.recv_timeout(TIMEOUT) {
+            Ok(address) => Ok(RunningServer { child, address, stderr }),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let log = stderr.lock().unwrap().clone();
+                Err(io::Error::other(format!(
+                    "{} printed no `http://` line within {TIMEOUT:?}; its stderr:\n{log}",
+                    binary.display()
+                )))
+            }
+        }
+    }
+
+    /// The server's process id, to look at its threads and files from a test.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process is still running (it has not crashed).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `listening on http://127.0.0.1:43125/mcp` -> `127.0.0.1:43125`.
+fn address_in(line: &str) -> Option<SocketAddr> {
+    let url = &line[line.find("http://")? + "http://".len()..];
+    let authority = url.split(['/', ' ']).next()?;
+    authority.to_socket_addrs().ok()?.next()
+}
+
+/// Parse `http://HOST:PORT/...` into an address, for a learner's `--url`.
+pub fn address_of_url(url: &str) -> Option<SocketAddr> {
+    address_in(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_address_in_the_url_line() {
+        assert_eq!(address_in("listening on http://127.0.0.1:4242/mcp"), Some("127.0.0.1:4242".parse().unwrap()));
+        assert_eq!(address_in("no url here"), None);
+    }
+}
