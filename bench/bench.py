@@ -298,6 +298,10 @@ class CargoServer(Server):
         self.size = self.binary.stat().st_size
 
 
+# The largest `--max-calls-per-minute` (a u32): no benchmark run comes near it.
+UNLIMITED_CALLS = 4_294_967_295
+
+
 class Starter(CargoServer):
     key = "starter"
 
@@ -309,6 +313,7 @@ class Starter(CargoServer):
         self.label = f"starter ({bin_name})"
         self.workers = workers
         self.has_workers_flag = False
+        self.has_rate_limit = False
         self.written_out = False
 
     def prepare(self, args) -> None:
@@ -324,7 +329,11 @@ class Starter(CargoServer):
             self.manifest, self.binary_name, self.package_args = copy / "Cargo.toml", "mcp-starter", []
             self.written_out, self.locked = True, False
         super().prepare(args)
-        self.has_workers_flag = "--workers" in run([str(self.binary), "--help"]).stdout
+        help_text = run([str(self.binary), "--help"]).stdout
+        self.has_workers_flag = "--workers" in help_text
+        # From chapter 10 tool calls are rate limited per caller (default 120 a minute);
+        # the benchmark is one caller making thousands a second, so it lifts the limit.
+        self.has_rate_limit = "--max-calls-per-minute" in help_text
 
     def config(self) -> str:
         if not self.has_workers_flag:
@@ -333,6 +342,8 @@ class Starter(CargoServer):
             workers = f"--workers {self.workers}"
         else:
             workers = "its default --workers"
+        if self.has_rate_limit:
+            workers += f", --max-calls-per-minute {UNLIMITED_CALLS} (the rate limit lifted: one caller, many calls)"
         if self.written_out:
             return (f"chapter 10 written out by `workbook starter` as a crate of its own (four dependencies), "
                     f"cargo release profile, {workers}")
@@ -342,6 +353,8 @@ class Starter(CargoServer):
         command = [str(self.binary), "--bind", f"127.0.0.1:{port}"]
         if self.has_workers_flag and self.workers:
             command += ["--workers", str(self.workers)]
+        if self.has_rate_limit:
+            command += ["--max-calls-per-minute", str(UNLIMITED_CALLS)]
         return command
 
 

@@ -1,7 +1,9 @@
 //! The base every chapter stands on: a small synchronous HTTP/1.1 server.
 //!
 //! Each client connection gets a thread of its own, the **door** (at most
-//! [`Config::max_connections`] at once). For every request on the connection, the door:
+//! [`Config::max_connections`] at once; at the cap, a newcomer makes room by closing the
+//! connection that has waited longest for its client). For every request on the
+//! connection, the door:
 //! 1. reads the head and the body, strictly (RFC 9112) and within a deadline, and
 //!    refuses what is malformed, ambiguous or too large before anything else sees it;
 //! 2. turns the request into a plain [`Request`] value and calls the chapter's handler,
@@ -21,12 +23,13 @@
 //! into a crate of your own.
 
 // ANCHOR: types
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -41,6 +44,9 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// The raw body; the handler decides whether it is JSON.
     pub body: Vec<u8>,
+    /// The address the connection comes from: the one thing about the client that the
+    /// client does not write itself (a proxy in front makes it the proxy's).
+    pub peer: IpAddr,
 }
 
 /// An HTTP response, as the chapter's handler returns it.
@@ -117,15 +123,25 @@ pub struct Config {
     /// byte of it is read, so a client cannot make the server hold gigabytes.
     pub max_body_bytes: usize,
     /// How many client connections may be open at once. Each costs a thread and a file
-    /// descriptor; a connection past the cap is answered `503` and closed, so a flood
-    /// of idle connections cannot use up the process's files (1024 on many systems).
+    /// descriptor, so the cap keeps a crowd from using up the process's files (1024 on
+    /// many systems). At the cap a newcomer is not refused: the connection that has
+    /// waited longest for its client (idle, or still sending its request, or not reading
+    /// its answer) is closed to make room. Only when every connection is being served
+    /// is the newcomer answered `503`.
     pub max_connections: usize,
     /// How long a kept-alive connection may wait for its next request.
     pub keep_alive_timeout: Duration,
     /// How long a whole request may take to arrive, head and body, from its first byte;
     /// also how long an answer may take to be sent, and a request to wait for a worker.
-    /// A client that trickles a byte at a time, or never reads, is let go when it runs out.
     pub request_timeout: Duration,
+    /// A head, and then a body, must keep arriving: each has `request_grace` from its
+    /// first byte, and one second more for every `min_bytes_per_second` bytes that
+    /// arrive (Apache's `mod_reqtimeout` rule), within `request_timeout`. A client that
+    /// trickles a byte every few seconds is answered `408` after the grace, not after
+    /// the whole request timeout.
+    pub request_grace: Duration,
+    /// The minimum rate, in bytes a second: see `request_grace`.
+    pub min_bytes_per_second: u64,
 }
 
 impl Default for Config {
@@ -136,6 +152,8 @@ impl Default for Config {
             max_connections: 256,
             keep_alive_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
+            request_grace: Duration::from_secs(10),
+            min_bytes_per_second: 500,
         }
     }
 }
@@ -162,11 +180,13 @@ where
 {
     let workers = Arc::new(Workers::new(config.workers));
     let (config, handler) = (Arc::new(config), Arc::new(handler));
-    // Every open connection holds a slot; the count decides who is past the cap.
-    let open = Arc::new(AtomicUsize::new(0));
+    let connections = Arc::new(Connections::default());
+    // Every thread of a connection holds a slot: a door, or a refusal being sent.
+    let threads = Arc::new(AtomicUsize::new(0));
     loop {
-        let client = match listener.accept() {
-            Ok((client, _)) => client,
+        let (client, peer) = match listener.accept() {
+            // Shared with the registry, which may shut it down to make room.
+            Ok((client, peer)) => (Arc::new(client), peer.ip()),
             // Out of file descriptors, most likely: wait for some to close, never stop.
             Err(error) => {
                 eprintln!("http: accept failed ({error}); retrying");
@@ -174,23 +194,30 @@ where
                 continue;
             }
         };
-        let slot = Slot::take(&open);
-        if slot.count > config.max_connections.saturating_add(REFUSING_AT_ONCE) {
+        let most = config.max_connections.saturating_add(THREADS_PAST_THE_CAP);
+        if !wait_for_threads(&threads, most) {
             continue; // so far past the cap that even a 503 costs too much: close
         }
+        let slot = Slot::take(&threads);
+        // A client whose request is already here is no silent newcomer: it must not
+        // be the next to make room, before its door has even read it.
+        let doing = if matches!(look(&client), Ok(Some(1..))) { Doing::Waiting } else { Doing::New };
+        let admitted = connections.admit(&client, doing, config.max_connections);
         let (workers, config, handler) = (workers.clone(), config.clone(), handler.clone());
-        let spawned = thread::Builder::new().name("door".into()).spawn(move || {
-            if slot.count > config.max_connections {
-                refuse(&client, Refusal::new(503, "Service Unavailable: too many connections; try again shortly"));
+        let spawned = thread::Builder::new().name("door".into()).stack_size(DOOR_STACK_BYTES).spawn(move || {
+            if let Some(ticket) = &admitted {
+                door(&client, peer, ticket, &config, &workers, handler.as_ref());
+                ticket.doing(Doing::Closing);
             } else {
-                door(&client, &config, &workers, handler.as_ref());
+                // Every connection is being served: none could make room.
+                refuse(&client, Refusal::new(503, "Service Unavailable: too many connections; try again shortly"));
             }
             // However the connection ends, the client may have sent more than was read.
             close_gently(&client);
-            drop(slot);
+            drop((admitted, slot)); // its entry and slot go once the connection is closed
         });
         // The system refused a thread: the connection closes (it was moved into the
-        // closure, dropped unrun) and the server goes on.
+        // closure, dropped unrun, its ticket with it) and the server goes on.
         if let Err(error) = spawned {
             eprintln!("http: no thread for a new connection ({error}); closed it");
         }
@@ -198,28 +225,138 @@ where
 }
 // ANCHOR_END: serve
 
-/// How many connections past the cap still get a proper `503` (each on a thread that
-/// lives a second or two); beyond them a new connection is closed at once.
-const REFUSING_AT_ONCE: usize = 16;
+/// How many threads past the cap may run: doors closed to make room, on their way
+/// out, and newcomers told `503` (each on a thread that lives a second or two, to
+/// close gently). Beyond them a new connection is closed at once.
+const THREADS_PAST_THE_CAP: usize = 16;
 
-/// One open client connection, counted while it lives.
-struct Slot {
-    open: Arc<AtomicUsize>,
-    /// How many connections were open with this one, itself included.
-    count: usize,
+/// The stack of a connection's thread, where the handler runs too: Rust's default for
+/// a new thread, set here so that `RUST_MIN_STACK` cannot shrink it. The deepest JSON
+/// the chapters read (128 levels) needs about 160 KiB in a release build and 448 KiB in
+/// a debug one, and a stack overflow aborts the whole process. Only the pages a thread
+/// touches take memory (18 KiB for an idle door), so a large stack costs address space,
+/// not RAM (the base page, "A crowd at the door", has the measurements).
+const DOOR_STACK_BYTES: usize = 2 * 1024 * 1024;
+
+/// Wait until fewer than `most` threads of connections run, for a moment at most:
+/// doors just closed to make room are on their way out, and in a burst of newcomers the
+/// accept loop can run ahead of them. `false` if they did not make room in time.
+fn wait_for_threads(threads: &AtomicUsize, most: usize) -> bool {
+    let deadline = Instant::now() + Duration::from_millis(100);
+    while threads.load(Ordering::Relaxed) >= most {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    true
 }
 
+/// One thread of a connection, counted while it runs.
+struct Slot(Arc<AtomicUsize>);
+
 impl Slot {
-    fn take(open: &Arc<AtomicUsize>) -> Slot {
-        Slot { open: open.clone(), count: open.fetch_add(1, Ordering::Relaxed) + 1 }
+    fn take(threads: &Arc<AtomicUsize>) -> Slot {
+        threads.fetch_add(1, Ordering::Relaxed);
+        Slot(threads.clone())
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.open.fetch_sub(1, Ordering::Relaxed);
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
+
+// ANCHOR: crowd
+/// Every open connection and what its door is doing, since when. At the cap, the
+/// accept loop reads it to choose the connection that makes room for a newcomer.
+#[derive(Default)]
+struct Connections {
+    open: Mutex<HashMap<u64, Entry>>,
+    next_id: AtomicU64,
+}
+
+struct Entry {
+    /// The door's own socket (shared, not a second descriptor), so that this thread
+    /// can shut it down: the door's blocked read or write then returns at once.
+    socket: Arc<TcpStream>,
+    doing: Doing,
+    since: Instant,
+}
+
+/// What a door is doing, in the order doors are closed to make room: first one that
+/// is closing anyway; then a new connection whose client has sent nothing yet (so a
+/// crowd that connects and stays silent takes room only from itself); then one that
+/// waits for its client. Never one that serves. Among doors doing the same, the one
+/// that has waited longest goes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Doing {
+    /// The connection is ending: the door drains what the client still sends.
+    Closing,
+    /// A new connection: its client has sent nothing yet.
+    New,
+    /// Waiting for the client: for its next request, the rest of one (a slow head or
+    /// body), or to take its answer. Since its last answer, or since it connected.
+    Waiting,
+    /// The handler has the request, or its answer is streaming: the server's own work.
+    Serving,
+}
+
+impl Connections {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Entry>> {
+        self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Register a new connection. At the cap, make room first: shut down the first
+    /// connection in [`Doing`]'s order, the one that has waited longest among its
+    /// kind. `None` when every connection is being served: nothing can make room.
+    fn admit(self: &Arc<Self>, socket: &Arc<TcpStream>, doing: Doing, cap: usize) -> Option<Ticket> {
+        let mut open = self.lock();
+        if open.len() >= cap {
+            let (&id, _) = open
+                .iter()
+                .filter(|(_, entry)| entry.doing != Doing::Serving)
+                .min_by_key(|(_, entry)| (entry.doing, entry.since))?;
+            let closed = open.remove(&id).expect("just found");
+            let _ = closed.socket.shutdown(Shutdown::Both);
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        open.insert(id, Entry { socket: socket.clone(), doing, since: Instant::now() });
+        Some(Ticket { connections: self.clone(), id })
+    }
+}
+
+/// A door's entry in the registry: the door says through it what it is doing, and
+/// its entry goes when the door ends.
+struct Ticket {
+    connections: Arc<Connections>,
+    id: u64,
+}
+
+impl Ticket {
+    /// What the door does from now on. `false` when its connection has been closed
+    /// to make room: the door stops, there is no client left to serve.
+    fn doing(&self, doing: Doing) -> bool {
+        self.update(|entry| entry.doing = doing)
+    }
+
+    /// The door has answered a request: it waits for its client again, from now.
+    fn answered(&self) {
+        self.update(|entry| (entry.doing, entry.since) = (Doing::Waiting, Instant::now()));
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Entry)) -> bool {
+        self.connections.lock().get_mut(&self.id).map(change).is_some()
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.connections.lock().remove(&self.id);
+    }
+}
+// ANCHOR_END: crowd
 
 /// The handler's turns: at most `Config::workers` requests are in it at once.
 struct Workers {
@@ -260,7 +397,9 @@ impl Workers {
 /// One client connection. For each request on it: read it whole (head, then body) or
 /// refuse it, let the handler answer it, send the answer; then wait for the client's
 /// next request on the same connection (keep-alive). On return, the connection closes.
-fn door<H>(client: &TcpStream, config: &Config, workers: &Workers, handler: &H)
+/// The `ticket` tells the registry what the door is doing: only while the door waits
+/// for its client may its connection be closed to make room for another.
+fn door<H>(client: &TcpStream, peer: IpAddr, ticket: &Ticket, config: &Config, workers: &Workers, handler: &H)
 where
     H: Fn(&Request) -> Response,
 {
@@ -268,18 +407,22 @@ where
     // peer to acknowledge the first, and the peer delays that (up to 40 ms).
     let _ = client.set_nodelay(true);
     let _ = client.set_write_timeout(Some(config.request_timeout));
-    let mut from_client = BufReader::new(ClientReader::new(client, config.keep_alive_timeout));
+    let mut from_client = BufReader::new(ClientReader::new(client, config));
     loop {
-        let (mut head, body) = match next_request(&mut from_client, client, config) {
+        let (mut head, body) = match next_request(&mut from_client, client, ticket, config) {
             Ok(Some(request)) => request,
             Ok(None) => return, // the client closed, or stayed idle too long
             Err(refusal) => return refuse(client, refusal),
         };
+        if !ticket.doing(Doing::Serving) {
+            return; // closed to make room just as the request arrived
+        }
         let request = Request {
             method: head.method.clone(),
             path: head.target.split('?').next().unwrap_or_default().to_string(),
             headers: std::mem::take(&mut head.headers), // the answer needs the rest of the head
             body,
+            peer,
         };
         // A bug in a handler must not take the whole server down: answer 500 and go on
         // to the next request. (Chapter 5 catches tool panics earlier, so that the
@@ -289,54 +432,95 @@ where
             return refuse(client, Refusal::new(503, "Service Unavailable: every worker is busy; try again shortly"));
         };
         drop(request); // done with: a client slow to read its answer holds the answer only
+        // An answer written at once is the client's to take: one that does not read it
+        // waits like one that does not send. A streamed answer is the server's work
+        // until it ends (a long call's progress, a session's stream).
+        let streamed = response.stream.is_some();
+        if !streamed {
+            ticket.answered();
+        }
         if !send_answer(client, &head, response, config.request_timeout) || head.close {
             return;
+        }
+        if streamed {
+            ticket.answered();
         }
     }
 }
 
-/// Read the next request whole, within `config.request_timeout` of its first byte.
+/// Read the next request whole: by `config.request_timeout` from its first byte, and
+/// its head, then its body, each at the minimum rate (see [`Arrival`]).
 /// `Ok(None)`: the connection ended (or idled out) between requests, nothing to answer.
 fn next_request(
     from_client: &mut BufReader<ClientReader>,
     client: &TcpStream,
+    ticket: &Ticket,
     config: &Config,
 ) -> Result<Option<(Head, Vec<u8>)>, Refusal> {
-    from_client.get_mut().deadline = None; // between requests: only the keep-alive timeout
+    from_client.get_mut().arriving = None; // between requests: only the keep-alive timeout
     match from_client.fill_buf() {
         Ok([]) | Err(_) => return Ok(None),
         Ok(_) => {}
     }
-    from_client.get_mut().deadline = Some(Instant::now() + config.request_timeout);
+    ticket.doing(Doing::Waiting); // no longer silent, if it was new
+    let deadline = Instant::now() + config.request_timeout;
+    from_client.get_mut().arriving = Some(Arrival::new(deadline));
     let head = parse_head(&read_head(from_client)?)?;
+    from_client.get_mut().arriving = Some(Arrival::new(deadline)); // the body's own grace
     let body = read_body(from_client, client, &head, config.max_body_bytes)?;
     Ok(Some((head, body)))
 }
 // ANCHOR_END: door
 
 /// Reads from the client socket with a deadline: while a connection waits for its next
-/// request only the keep-alive timeout applies; once a request has begun, all of it
-/// must arrive by its deadline, so a head trickled a byte at a time is cut off
+/// request only the keep-alive timeout applies; once a request has begun, it must keep
+/// arriving (see [`Arrival`]), so a head trickled a byte at a time is cut off
 /// (slowloris) however patient each single read is.
 struct ClientReader<'a> {
     socket: &'a TcpStream,
-    keep_alive: Duration,
-    deadline: Option<Instant>,
+    config: &'a Config,
+    /// The head or the body on its way; `None` between requests.
+    arriving: Option<Arrival>,
     /// The read timeout the socket has now, so that it is set only when it changes.
     timeout: Option<Duration>,
 }
 
 impl<'a> ClientReader<'a> {
-    fn new(socket: &'a TcpStream, keep_alive: Duration) -> ClientReader<'a> {
-        ClientReader { socket, keep_alive, deadline: None, timeout: None }
+    fn new(socket: &'a TcpStream, config: &'a Config) -> ClientReader<'a> {
+        ClientReader { socket, config, arriving: None, timeout: None }
     }
 }
 
+// ANCHOR: rate
+/// A head or a body on its way. It must keep a minimum rate, as Apache's
+/// `mod_reqtimeout` asks: it has `request_grace` from its first byte, and one more
+/// second for every `min_bytes_per_second` bytes that arrive, but never past the
+/// request's own deadline. A client that sends a byte every few seconds runs out after
+/// the grace; one that sends a large body steadily earns the time it needs.
+struct Arrival {
+    started: Instant,
+    received: u64,
+    request_deadline: Instant,
+}
+
+impl Arrival {
+    fn new(request_deadline: Instant) -> Arrival {
+        Arrival { started: Instant::now(), received: 0, request_deadline }
+    }
+
+    fn deadline(&self, config: &Config) -> Instant {
+        let earned = Duration::from_millis(self.received.saturating_mul(1000) / config.min_bytes_per_second.max(1));
+        let allowed = config.request_grace.saturating_add(earned);
+        self.started.checked_add(allowed).map_or(self.request_deadline, |end| end.min(self.request_deadline))
+    }
+}
+// ANCHOR_END: rate
+
 impl Read for ClientReader<'_> {
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        let timeout = match self.deadline {
-            None => self.keep_alive,
-            Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+        let timeout = match &self.arriving {
+            None => self.config.keep_alive_timeout,
+            Some(arrival) => arrival.deadline(self.config).saturating_duration_since(Instant::now()),
         };
         if timeout.is_zero() {
             return Err(io::ErrorKind::TimedOut.into());
@@ -346,7 +530,11 @@ impl Read for ClientReader<'_> {
             self.timeout = Some(timeout);
         }
         let mut socket = self.socket;
-        socket.read(buffer)
+        let read = socket.read(buffer)?;
+        if let Some(arrival) = &mut self.arriving {
+            arrival.received += read as u64;
+        }
+        Ok(read)
     }
 }
 
@@ -986,17 +1174,22 @@ impl BodyWriter<'_> {
     }
 }
 
-/// Whether a socket's peer has closed it: a look at the socket that reads nothing.
+/// Whether a socket's peer has closed it.
 #[allow(dead_code)] // a server that never streams (the starter) has no use for it
 fn peer_closed(socket: &TcpStream) -> bool {
-    if socket.set_nonblocking(true).is_err() {
-        return true;
-    }
+    matches!(look(socket), Ok(Some(0)) | Err(_))
+}
+
+/// A look at a socket that reads nothing and does not wait: `Some(0)` when the peer has
+/// closed it, `Some(n)` when bytes are waiting, `None` when nothing has come.
+fn look(socket: &TcpStream) -> io::Result<Option<usize>> {
+    socket.set_nonblocking(true)?;
     let peeked = socket.peek(&mut [0; 1]);
     let _ = socket.set_nonblocking(false);
     match peeked {
-        Ok(read) => read == 0,
-        Err(error) => error.kind() != io::ErrorKind::WouldBlock,
+        Ok(read) => Ok(Some(read)),
+        Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(error) => Err(error),
     }
 }
 

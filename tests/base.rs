@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 
 use mcp_workbook::http::{self, Config, Request, Response};
 
+#[path = "common/answer.rs"]
+mod answer;
+use answer::read_answer;
+
 /// Serve `handler` on a free port with these deadlines, in a thread of this process.
 fn serve(config: Config, handler: impl Fn(&Request) -> Response + Send + Sync + 'static) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -275,4 +279,192 @@ fn workers_are_turns_in_the_handler() {
         assert!(answered_at_once || rest.starts_with("HTTP/1.1 200"), "{rest:?}");
         assert!(read_all(&mut waiting).starts_with("HTTP/1.1 200"));
     }
+}
+
+// ---------------------------------------------------------------------------
+// A crowd at the door: a head or a body must keep a minimum rate, and at the cap the
+// connection that has waited longest for its client makes room for a newcomer.
+// ---------------------------------------------------------------------------
+
+/// Deadlines long enough that nothing in these tests times out by itself, but for a
+/// short grace before a request must keep the minimum rate (500 bytes a second).
+fn patient() -> Config {
+    Config {
+        keep_alive_timeout: Duration::from_secs(20),
+        request_timeout: Duration::from_secs(20),
+        request_grace: Duration::from_millis(500),
+        min_bytes_per_second: 500,
+        ..Config::default()
+    }
+}
+
+/// Slowloris sends a byte every few seconds, each in time for any per-read timeout,
+/// and until now held its connection for the whole request timeout. Below the minimum
+/// rate, a head, or a body after its whole head, is answered 408 once the grace is
+/// over, long before that.
+#[test]
+fn a_head_or_a_body_below_the_minimum_rate_is_cut_off_after_the_grace() {
+    let address = serve(patient(), echo);
+    let cases: [(&[u8], &[u8]); 2] = [
+        (b"", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Slow: "),
+        (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n", b"x"),
+    ];
+    for (start, trickled) in cases {
+        let started = Instant::now();
+        let answer = trickle(address, start, trickled);
+        assert!(answer.starts_with("HTTP/1.1 408") && answer.contains("Connection: close"), "{answer:?}");
+        assert!(started.elapsed() < Duration::from_secs(10), "cut off after {:?}, not the grace", started.elapsed());
+    }
+}
+
+/// A body that arrives steadily earns the time it needs: every 500 bytes buy another
+/// second, so a body that takes three times the grace to send is still read whole.
+#[test]
+fn a_body_that_keeps_the_rate_earns_the_time_it_needs() {
+    let address = serve(patient(), echo);
+    let mut stream = connect(address);
+    stream
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3000\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let started = Instant::now();
+    for _ in 0..30 {
+        stream.write_all(&[b'x'; 100]).unwrap(); // 2,000 bytes a second
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(started.elapsed() > Duration::from_millis(1500), "the body took longer than the grace");
+    let answer = read_all(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.contains(r#""bytes":3000"#), "{answer:?}");
+}
+
+/// Send a GET on `stream` and read its whole answer (the connection stays open).
+fn get_kept_alive(stream: &mut TcpStream, path: &str) -> String {
+    stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes()).unwrap();
+    read_answer(stream)
+}
+
+/// Whether the server has closed `stream`: it reads the end of the stream (or a reset).
+fn closed_by_server(stream: &mut TcpStream) -> bool {
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    matches!(stream.read(&mut [0; 1]), Ok(0) | Err(_))
+}
+
+/// At the cap a newcomer is not refused: a connection whose client has sent nothing
+/// goes first, then the kept-alive connection idle longest. The others go on.
+#[test]
+fn at_the_cap_the_connection_that_waited_longest_makes_room() {
+    let address = serve(Config { max_connections: 3, ..patient() }, echo);
+    let mut first = connect(address);
+    assert!(get_kept_alive(&mut first, "/first").starts_with("HTTP/1.1 200"));
+    thread::sleep(Duration::from_millis(50));
+    let mut second = connect(address);
+    assert!(get_kept_alive(&mut second, "/second").starts_with("HTTP/1.1 200"));
+    let mut silent = connect(address); // connected, and sends nothing
+    thread::sleep(Duration::from_millis(100)); // its door is waiting
+
+    let mut newcomer = connect(address);
+    assert!(get_kept_alive(&mut newcomer, "/newcomer").starts_with("HTTP/1.1 200"));
+    assert!(closed_by_server(&mut silent), "the silent connection made room");
+    assert!(get_kept_alive(&mut first, "/first").starts_with("HTTP/1.1 200"), "kept-alive ones went on");
+
+    // Now every connection has been answered: the one idle longest (the second, as the
+    // first has just been used again) makes room for the next newcomer.
+    let mut next = connect(address);
+    assert!(get_kept_alive(&mut next, "/next").starts_with("HTTP/1.1 200"));
+    assert!(closed_by_server(&mut second), "the connection idle longest made room");
+    assert!(get_kept_alive(&mut first, "/first").starts_with("HTTP/1.1 200"));
+    assert!(get_kept_alive(&mut newcomer, "/newcomer").starts_with("HTTP/1.1 200"));
+}
+
+/// A handler that waits at `/wait` and a stream that waits between its two events at
+/// `/stream`, both until `release` is called (or 20 s pass). `entered` hears when a
+/// call to `/wait` is in the handler.
+fn serve_long_calls(config: Config) -> (SocketAddr, impl Fn(), mpsc::Receiver<()>) {
+    let (release, released) = mpsc::channel::<()>();
+    let released = std::sync::Arc::new(std::sync::Mutex::new(released));
+    let (enter, entered) = mpsc::channel::<()>();
+    let enter = std::sync::Mutex::new(enter);
+    let address = serve(config, move |request| {
+        let wait = {
+            let released = released.clone();
+            move || {
+                let _ = released.lock().unwrap().recv_timeout(Duration::from_secs(20));
+            }
+        };
+        match request.path.as_str() {
+            "/wait" => {
+                let _ = enter.lock().unwrap().send(());
+                wait();
+                echo(request)
+            }
+            "/stream" => Response::stream(200, "text/event-stream", move |body| {
+                body.send(b"data: one\n\n").unwrap();
+                wait();
+                body.send(b"data: two\n\n").unwrap();
+            }),
+            _ => echo(request),
+        }
+    });
+    let release_all = move || {
+        for _ in 0..2 {
+            let _ = release.send(());
+        }
+    };
+    (address, release_all, entered)
+}
+
+/// A connection whose request is with the handler, or whose answer is streaming, is
+/// never the one closed: when every connection is being served, a newcomer hears
+/// `503`, and the long calls run to their end.
+#[test]
+fn when_every_connection_is_being_served_a_newcomer_hears_503() {
+    let (address, release, entered) = serve_long_calls(Config { max_connections: 2, workers: 2, ..patient() });
+    let mut long_call = connect(address);
+    long_call.write_all(b"GET /wait HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    entered.recv_timeout(Duration::from_secs(10)).expect("the long call is in its handler");
+    let mut stream = connect(address);
+    stream.write_all(b"GET /stream HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut first = [0u8; 12];
+    stream.read_exact(&mut first).unwrap(); // the stream has begun
+
+    let answer = read_all(&mut connect(address));
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+    assert!(answer.contains("too many connections"), "{answer:?}");
+
+    release();
+    assert!(read_all(&mut long_call).starts_with("HTTP/1.1 200"), "the long call ran to its end");
+    let rest = read_all(&mut stream);
+    assert!(rest.contains("data: two") && rest.ends_with("0\r\n\r\n"), "the stream ran to its end: {rest:?}");
+    // The two are done: a newcomer is served again (once the refusal above, which
+    // lingers a moment to close gently, has gone).
+    let started = Instant::now();
+    loop {
+        let mut next = connect(address);
+        next.write_all(b"GET /next HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        if read_all(&mut next).starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the connections never came back");
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A long call keeps running while a crowd comes and goes: 100 silent connections
+/// and 20 clients that talk pass through a cap of 4, and none of them closes the
+/// connection whose call is with the handler.
+#[test]
+fn a_long_call_keeps_running_while_a_crowd_passes_the_cap() {
+    let (address, release, entered) = serve_long_calls(Config { max_connections: 4, workers: 2, ..patient() });
+    let mut long_call = connect(address);
+    long_call.write_all(b"GET /wait HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    entered.recv_timeout(Duration::from_secs(10)).expect("the long call is in its handler");
+    let crowd: Vec<TcpStream> = (0..100).map(|_| connect(address)).collect();
+    for _ in 0..20 {
+        let mut stream = connect(address);
+        stream.write_all(b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        let answer = read_all(&mut stream);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    }
+    release();
+    assert!(read_all(&mut long_call).starts_with("HTTP/1.1 200"), "the long call ran to its end");
+    drop(crowd);
 }

@@ -40,8 +40,10 @@ struct Args {
     /// Threads that answer requests [default: one per CPU core].
     #[arg(long, value_name = "N")]
     workers: Option<NonZeroUsize>,
-    /// Client connections open at once; one more is answered 503 and closed. Each costs
-    /// a thread and a file descriptor, so keep it well below `ulimit -n`.
+    /// Client connections open at once. Each costs a thread and a file descriptor, so
+    /// keep it well below `ulimit -n`. One more makes room: the connection that has
+    /// waited longest for its client is closed; only when every one is being served is
+    /// the newcomer answered 503.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections: usize,
     /// Also answer requests whose `Host` header names this host (repeatable), e.g. the

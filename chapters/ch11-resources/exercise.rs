@@ -26,11 +26,13 @@
 //! Both transports and both eras, as in chapter 10. Nothing else changed: what the
 //! server offers now travels as one `Catalog` instead of a list of tools.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead, Write};
 use std::net::ToSocketAddrs;
 use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
 
 use clap::Parser;
 use serde::{Deserialize, Serialize};
@@ -481,8 +483,10 @@ struct Args {
     /// Threads that answer requests [default: one per CPU core].
     #[arg(long, value_name = "N")]
     workers: Option<NonZeroUsize>,
-    /// Client connections open at once; one more is answered 503 and closed. Each costs
-    /// a thread and a file descriptor, so keep it well below `ulimit -n`.
+    /// Client connections open at once. Each costs a thread and a file descriptor, so
+    /// keep it well below `ulimit -n`. One more makes room: the connection that has
+    /// waited longest for its client is closed; only when every one is being served is
+    /// the newcomer answered 503.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections: usize,
     /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
@@ -498,6 +502,10 @@ struct Args {
     /// variable MCP_WORKBOOK_TOKEN: other users of the machine can read flags with `ps`.
     #[arg(long, value_name = "TOKEN")]
     token: Option<String>,
+    /// The most tool calls one caller may make in a minute, over HTTP and stdio alike: a
+    /// caller past it is refused (429 with `Retry-After`) until its share comes back.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CALLS_PER_MINUTE, value_parser = clap::value_parser!(u32).range(1..))]
+    max_calls_per_minute: u32,
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
@@ -530,12 +538,13 @@ fn main() -> std::io::Result<()> {
     // The catalog is built once, from the flags; every request reads the same one.
     let catalog =
         Catalog { tools: tools(args.demo_faults), resources: resources(), resource_templates: resource_templates() };
+    let rate_limit = RateLimit::new(args.max_calls_per_minute);
     if args.stdio {
-        return serve_stdio(&catalog);
+        return serve_stdio(&catalog, &rate_limit);
     }
     let token = args.token.or_else(|| std::env::var(TOKEN_VARIABLE).ok()).filter(|token| !token.is_empty());
     let guard = Guard::new(&args.bind, &args.allowed_hosts, &args.allowed_origins, token);
-    http::serve(&args.bind, config, move |request| handle(request, &catalog, &guard))
+    http::serve(&args.bind, config, move |request| handle(request, &catalog, &guard, &rate_limit))
 }
 // ANCHOR_END: args
 
@@ -545,7 +554,7 @@ fn main() -> std::io::Result<()> {
 
 // ANCHOR: handle
 /// The whole server as a pure function: an HTTP request in, an HTTP response out.
-fn handle(request: &Request, catalog: &Catalog, guard: &Guard) -> Response {
+fn handle(request: &Request, catalog: &Catalog, guard: &Guard, rate_limit: &RateLimit) -> Response {
     // Who is asking comes first: a request the guard refuses learns nothing else.
     if let Err(refusal) = guard.admit(request) {
         return refusal;
@@ -574,6 +583,14 @@ fn handle(request: &Request, catalog: &Catalog, guard: &Guard) -> Response {
         // read, else with `"id": null` (see `readable_id`).
         Err(error) => return reply(400, readable_id(&request.body), Err(error)),
     };
+    // Each tool call takes one from its caller's share, before anything else is done
+    // with it: a caller with none left is refused (see `RateLimit`).
+    if let Message::Request { id, method, .. } = &message
+        && method == "tools/call"
+        && !rate_limit.take(&caller(request))
+    {
+        return rate_limit.refusal(id.clone());
+    }
     // A request in the 2026-07-28 envelope is served by that revision's rules.
     if let Message::Request { id, method, params } = &message
         && is_modern(Some(request), method, params.as_ref())
@@ -667,7 +684,7 @@ fn is_json(content_type: Option<&str>) -> bool {
 /// Read messages from stdin, one per line, and write each answer to stdout as one
 /// line. stdout carries nothing else; the log goes to stderr. When the host closes
 /// stdin, the loop ends and so does the process.
-fn serve_stdio(catalog: &Catalog) -> io::Result<()> {
+fn serve_stdio(catalog: &Catalog, rate_limit: &RateLimit) -> io::Result<()> {
     eprintln!("serving MCP on stdin/stdout");
     let (mut input, mut output) = (io::stdin().lock(), io::stdout().lock());
     let mut line = Vec::new();
@@ -679,7 +696,7 @@ fn serve_stdio(catalog: &Catalog) -> io::Result<()> {
             eprintln!("stdin closed: exiting");
             return Ok(());
         }
-        if let Some(answer) = handle_line(&line, catalog) {
+        if let Some(answer) = handle_line(&line, catalog, rate_limit) {
             // serde_json writes no raw newline (one inside a string is `\n`), so one
             // message stays one line.
             output.write_all(&answer)?;
@@ -691,7 +708,7 @@ fn serve_stdio(catalog: &Catalog) -> io::Result<()> {
 
 /// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
 /// them. A notification, a response or a blank line gets no line back.
-fn handle_line(line: &[u8], catalog: &Catalog) -> Option<Vec<u8>> {
+fn handle_line(line: &[u8], catalog: &Catalog, rate_limit: &RateLimit) -> Option<Vec<u8>> {
     // The `\n` that ends the line (and a `\r` before it) is framing, not message.
     let line = line.trim_ascii();
     if line.is_empty() {
@@ -700,6 +717,10 @@ fn handle_line(line: &[u8], catalog: &Catalog) -> Option<Vec<u8>> {
     let response = match parse_message(line) {
         // Not a message: answered as stdio answers it (see `stdio_error`).
         Err(error) => return Some(stdio_error(line, error)),
+        // A tool call takes one from the share of the one caller here, the host.
+        Ok(Message::Request { id, method, .. }) if method == "tools/call" && !rate_limit.take(STDIO_CALLER) => {
+            rate_limit.refusal(id)
+        }
         // No headers here: a request is modern by its `_meta` alone.
         Ok(Message::Request { id, method, params }) if is_modern(None, &method, params.as_ref()) => {
             answer_modern(None, id, &method, params.as_ref(), catalog)
@@ -850,6 +871,105 @@ fn refusal(status: u16, message: &str) -> Response {
     reply(status, Value::Null, Err(error))
 }
 // ANCHOR_END: guard
+
+// ANCHOR: rate_limit
+/// `--max-calls-per-minute`, unless given.
+const DEFAULT_MAX_CALLS_PER_MINUTE: u32 = 120;
+
+/// "Servers MUST: ... Rate limit tool invocations" (`2025-11-25/server/tools.mdx`,
+/// Security Considerations). Each caller has a share of `per_minute` calls: it may spend
+/// them at once, and they come back at an even pace, a whole share a minute. Nothing
+/// runs in the background: a caller's share is brought up to date when it next calls.
+struct RateLimit {
+    per_minute: u32,
+    /// Each caller's calls left, and when that was counted; at most `MAX_CALLERS`.
+    shares: Mutex<HashMap<String, (f64, Instant)>>,
+}
+
+/// The most callers the rate limit remembers at once, so that its memory is bounded
+/// however many addresses call.
+const MAX_CALLERS: usize = 1024;
+
+impl RateLimit {
+    fn new(per_minute: u32) -> RateLimit {
+        RateLimit { per_minute, shares: Mutex::new(HashMap::new()) }
+    }
+
+    /// Take one call from `caller`'s share: `false` when it has no whole call left.
+    fn take(&self, caller: &str) -> bool {
+        self.take_at(caller, Instant::now())
+    }
+
+    fn take_at(&self, caller: &str, now: Instant) -> bool {
+        let whole = f64::from(self.per_minute);
+        // What a share holds at `now`: what was left, and what came back since.
+        let left = |&(calls, counted): &(f64, Instant)| {
+            (calls + now.saturating_duration_since(counted).as_secs_f64() * whole / 60.0).min(whole)
+        };
+        let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
+        if shares.len() >= MAX_CALLERS && !shares.contains_key(caller) {
+            // Room for a new caller: one whose share is whole again is as good as new,
+            // so forget those; if none is, forget the one closest to whole, which gains
+            // the fewest calls by being forgotten.
+            shares.retain(|_, share| left(share) < whole);
+            if shares.len() >= MAX_CALLERS
+                && let Some(fullest) =
+                    shares.iter().max_by(|a, b| left(a.1).total_cmp(&left(b.1))).map(|(k, _)| k.clone())
+            {
+                shares.remove(&fullest);
+            }
+        }
+        let share = shares.entry(caller.to_string()).or_insert((whole, now));
+        let calls = left(share);
+        let allowed = calls >= 1.0;
+        *share = (if allowed { calls - 1.0 } else { calls }, now);
+        allowed
+    }
+
+    /// The answer to a call past the share. Over HTTP, `429 Too Many Requests` with
+    /// `Retry-After` (RFC 6585, section 4), which a client library and every proxy
+    /// understand; in the body, as over stdio, a JSON-RPC error with the call's id that
+    /// says the same in words. Not a tool result with `isError`: the tool did not run,
+    /// and no other arguments would make it run. `Retry-After` is the time one call
+    /// takes to come back, so that by then the caller surely has one.
+    fn refusal(&self, id: Value) -> Response {
+        let seconds = 60u64.div_ceil(u64::from(self.per_minute));
+        reply(429, id, Err(RpcError::too_many_calls(self.per_minute, seconds)))
+            .with_header("Retry-After", &seconds.to_string())
+    }
+}
+
+/// Who is calling, for the rate limit. There is no signed-in identity yet (a bearer
+/// token, when set, is the same for every client), so a caller is the address its
+/// connection comes from: all the clients on this machine are one caller, 127.0.0.1,
+/// and behind a reverse proxy every client is the proxy. This is the one function to
+/// change once callers sign in: key the share by who they are, the token's subject.
+fn caller(request: &Request) -> String {
+    request.peer.to_string()
+}
+
+/// Over stdio there is one caller: the host that started the process.
+const STDIO_CALLER: &str = "stdio";
+// ANCHOR_END: rate_limit
+
+/// A share comes back at its pace, callers have a share each, and however many
+/// addresses call, at most `MAX_CALLERS` are remembered: a flood of new ones makes
+/// the server forget those with calls to spare, not the caller it is holding back.
+#[test]
+fn rate_limit_refills_and_stays_bounded() {
+    let rate_limit = RateLimit::new(2);
+    let start = Instant::now();
+    let at = |seconds| start + std::time::Duration::from_secs(seconds);
+    assert!(rate_limit.take_at("a", start) && rate_limit.take_at("a", start));
+    assert!(!rate_limit.take_at("a", start), "a third call in the same moment");
+    assert!(rate_limit.take_at("b", start), "another caller has a share of its own");
+    for n in 0..MAX_CALLERS + 10 {
+        rate_limit.take_at(&format!("10.0.{}.{}", n / 256, n % 256), start);
+    }
+    assert!(rate_limit.shares.lock().unwrap().len() <= MAX_CALLERS);
+    assert!(!rate_limit.take_at("a", at(29)), "a call comes back after 30 s, not before");
+    assert!(rate_limit.take_at("a", at(31)));
+}
 
 // ANCHOR: protocol_version
 /// `MCP-Protocol-Version`: the revision a client agreed to in `initialize`, sent on
@@ -1141,7 +1261,22 @@ impl RpcError {
         let data = json!({ "uri": uri });
         RpcError { code: RESOURCE_NOT_FOUND, message: "Resource not found".into(), data: Some(data) }
     }
+
+    /// A caller past `--max-calls-per-minute` (see `RateLimit`), with the seconds to
+    /// wait in `data` too, for a client over stdio, where there is no `Retry-After`.
+    fn too_many_calls(per_minute: u32, seconds: u64) -> RpcError {
+        let message = format!(
+            "Too many tool calls: at most {per_minute} a minute from one caller. Wait {seconds} s before calling a tool again."
+        );
+        RpcError { code: TOO_MANY_CALLS, message, data: Some(json!({ "retryAfterSeconds": seconds })) }
+    }
 }
+
+/// This server's own error code for a refused tool call. JSON-RPC reserves -32768 to
+/// -32000, and "New error codes for purposes not defined by this specification SHOULD
+/// be allocated outside the JSON-RPC reserved range" (`2026-07-28/basic/index.mdx`,
+/// Error Codes); the 429 is HTTP's Too Many Requests.
+const TOO_MANY_CALLS: i64 = -31429;
 
 /// The handshake era's code for "resource not found"; 2026-07-28 uses -32602 instead.
 const RESOURCE_NOT_FOUND: i64 = -32002;

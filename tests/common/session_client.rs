@@ -1,6 +1,7 @@
 //! A client of the chapters with sessions (16 on), over HTTP, for the tests that go
-//! where a transcript cannot. `tests/sessions.rs` and `tests/subscriptions.rs` include
-//! it with `#[path = "common/session_client.rs"] mod session_client;`.
+//! where a transcript cannot. `tests/sessions.rs`, `tests/subscriptions.rs` and
+//! `tests/asking.rs` include it with `#[path = "common/session_client.rs"] mod
+//! session_client;`.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
@@ -25,12 +26,17 @@ pub fn post(session: Option<&str>, body: &Value) -> HttpRequest {
     request("POST", &headers, &body.to_string())
 }
 
-/// `initialize` from a client that declares `capabilities`: the new session's id.
+/// `initialize` from a client that declares `capabilities`, then
+/// `notifications/initialized`, as a real client does: the new session's id.
 pub fn open_session(address: SocketAddr, capabilities: Value) -> String {
     let params = json!({ "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": { "name": "test", "version": "1" } });
     let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params });
     let answer = replay::send(address, &post(None, &initialize)).expect("initialize is answered");
-    answer.header("Mcp-Session-Id").expect("initialize opens a session").to_string()
+    let session = answer.header("Mcp-Session-Id").expect("initialize opens a session").to_string();
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let answer = replay::send(address, &post(Some(&session), &initialized)).expect("initialized is answered");
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    session
 }
 
 /// Read `stream` until what came holds `needle` (or the stream ends, or 10 s pass).

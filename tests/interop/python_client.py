@@ -37,7 +37,9 @@ CATALOG (`--catalog FILE`, a JSON object; each part runs only with its flag):
 With `--stream NAME` the tool NAME is called once more with a progress callback, and
 log messages are asked for (from `info` up: in 2026-07-28 per request, the client's
 `log_level`); it must send at least two progress notifications, each larger than the
-last, and at least one log message, before its result (chapter 14).
+last, and log messages where they are due (in 2026-07-28, and in the handshake era when
+the server announced `logging`) and none where they are not, before its result
+(chapter 14).
 
 With `--ask NAME=JSON` the tool NAME asks the user before it acts (chapter 15:
 elicitation, by `input_required` in 2026-07-28): the client declares the elicitation
@@ -369,7 +371,9 @@ async def check_ask(client: Any, name: str, args: dict[str, Any], content: dict[
 
 
 async def check_stream(client: Any, name: str, logs: list[Any]) -> int:
-    """Call NAME with a progress callback: progress must come, increasing, and log messages."""
+    """Call NAME with a progress callback: progress must come, increasing, and log messages
+    exactly when the server announced `logging` (chapters 14 and 15 do not over HTTP in the
+    handshake era, where no level could last: they send none there)."""
     progress: list[float] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
@@ -383,7 +387,10 @@ async def check_stream(client: Any, name: str, logs: list[Any]) -> int:
         return 1
     logged = [getattr(entry, "level", "?") for entry in logs[before:]]
     increasing = all(a < b for a, b in zip(progress, progress[1:]))
-    fine = len(progress) >= 2 and increasing and bool(logged) and not result.is_error
+    # 2026-07-28: the client asked for log messages in every request (its `log_level`);
+    # the handshake era: they are due exactly when the server announced `logging`.
+    due = client.protocol_version == "2026-07-28" or client.server_capabilities.logging is not None
+    fine = len(progress) >= 2 and increasing and bool(logged) == due and not result.is_error
     print(f"{'ok  ' if fine else 'FAIL'} stream {name}: progress={progress} logs={logged} {summarize(result)}")
     return 0 if fine else 1
 
