@@ -1,20 +1,26 @@
 //! Chapter 11: resources.
 //!
-//! The starter of chapter 10, which offered tools, now also offers resources: data a
-//! host reads by URI, to put in front of the model or the user.
-//! - YOUR RESOURCES, after YOUR TOOLS, holds them: a document (`docs://pay-rules`), an
-//!   image (`images://logo.png`), and a template that stands for every order
-//!   (`orders://{orderId}`);
-//! - `resources/list` lists the resources, `resources/templates/list` the templates,
-//!   and `resources/read` answers what one URI holds: text, or bytes as base64;
-//! - a URI that names nothing is "Resource not found", `-32002` in the handshake era
-//!   and `-32602` in 2026-07-28, with the URI in `data`;
-//! - `initialize` and `server/discover` announce `resources`; in 2026-07-28 the lists
-//!   and the reads carry caching hints;
-//! - `lookup_order` now also links to its order's resource (a `resource_link` block).
+//! An MCP server that offers tools and resources, over Streamable HTTP or stdio, in
+//! both eras of the protocol (the `initialize` handshake, and 2026-07-28's requests
+//! that each stand alone). This chapter adds resources, data a host reads by URI
+//! (`resources.rs`), and YOUR RESOURCES to hold them; chapter 10's server, one file, is
+//! now a crate of several.
 //!
-//! Both transports and both eras, as in chapter 10. Nothing else changed: what the
-//! server offers now travels as one `Catalog` instead of a list of tools.
+//! # Layout
+//!
+//! Read the server in this order (each file's first lines say more):
+//! - `main.rs`, this file: YOUR TOOLS and RESOURCES: what the server offers, and yours;
+//!   the flags and `main`.
+//! - `endpoint.rs`: the HTTP layer: the guard, the headers, the body.
+//! - `stdio.rs`: the same server over stdin and stdout, a message a line.
+//! - `rate_limit.rs`: how many tool calls a caller may make in a minute.
+//! - `jsonrpc.rs`: the JSON-RPC layer: the envelope, errors, replies.
+//! - `mcp.rs`: the MCP layer: `initialize`, `tools/list`, `tools/call`, and on.
+//! - `modern.rs`: what 2026-07-28 changes: its envelope, `server/discover`, hints.
+//! - `resources.rs` (this chapter): `resources/list`, `resources/read`.
+//!
+//! Under them all is the HTTP base, `src/http.rs` of the workbook (`http.rs` in a copy
+//! made with `workbook starter`).
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
@@ -23,8 +29,7 @@ use clap::Parser;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-// The HTTP base, `src/http.rs` of the workbook. In a copy made with `workbook starter`,
-// that file sits next to this one, and this line says `mod http;`.
+// The HTTP base (see the map above); in a copy, this line says `mod http;`.
 use mcp_workbook::http;
 
 use http::Config;
@@ -48,7 +53,7 @@ use stdio::serve_stdio;
 // YOUR TOOLS: who this server is, and what it offers. Add yours here.
 //
 // A tool's function gets its arguments, already checked against its `inputSchema`,
-// and returns a `ToolResult` (defined in the MCP layer below):
+// and returns a `ToolResult` (defined in mcp.rs):
 // - `ToolResult::text(..)`: a text for the model to read;
 // - `ToolResult::structured(&value)`: a value for programs too, with an `outputSchema`;
 // - `ToolResult::error(..)`: the call failed; say why, so the model can correct itself.
@@ -358,7 +363,7 @@ fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
 // A resource is data with a URI: a document, an image, a record. The host decides
 // what to read and what to do with it (show it, or put it in front of the model); the
 // model does not call it as it calls a tool. A read function returns `ResourceContents`
-// (defined in the MCP layer below):
+// (defined in resources.rs):
 // - `ResourceContents::Text(..)`: text, such as Markdown or JSON;
 // - `ResourceContents::Blob(..)`: bytes, such as an image; they travel as base64.
 // A resource has one URI and is listed by `resources/list`; a template stands for many
@@ -462,8 +467,9 @@ fn order(variables: &BTreeMap<String, String>) -> Option<ResourceContents> {
 // ANCHOR_END: resources
 
 // ===========================================================================
-// THE SERVER: transports, protocol, checks. Nothing below needs to change to add
-// a tool or a resource; the workbook's chapters 1 to 9 and 11 explain every part.
+// THE SERVER: its flags and `main`. The server itself is in the files the map at the
+// top lists; nothing in them needs to change to add a tool or a resource; the
+// workbook's chapters 1 to 9 and 11 explain every part.
 // ===========================================================================
 
 // ANCHOR: args

@@ -1,20 +1,26 @@
 //! Chapter 12: prompts.
 //!
-//! Chapter 11's server, which offered tools and resources, now also offers prompts:
-//! message templates a user picks from the host's menu (a slash command), fills in,
-//! and starts a conversation with.
-//! - YOUR PROMPTS, after YOUR RESOURCES, holds three: one that embeds a resource (the
-//!   pay rules), one with two required arguments (a reply to a customer), and one that
-//!   carries an image (the logo);
-//! - `prompts/list` lists them, with their arguments; `prompts/get` checks the
-//!   arguments the user gave against that list and answers the prompt's messages;
-//! - a prompt it does not have, a required argument missing, an argument the prompt
-//!   does not take, a value that is not a string: `-32602` in both eras;
-//! - `initialize` and `server/discover` announce `prompts`; in 2026-07-28 the list
-//!   carries caching hints.
+//! An MCP server that offers tools, resources and prompts, over Streamable HTTP or
+//! stdio, in both eras of the protocol (the `initialize` handshake, and 2026-07-28's
+//! requests that each stand alone). This chapter adds prompts, message templates a user
+//! picks from the host's menu (`prompts.rs`), and YOUR PROMPTS to hold them.
 //!
-//! Both transports and both eras, as in chapter 11. The catalog gained a field; the
-//! content blocks gained two kinds, `image` and `resource`.
+//! # Layout
+//!
+//! Read the server in this order (each file's first lines say more):
+//! - `main.rs`, this file: YOUR TOOLS, RESOURCES and PROMPTS: what the server offers,
+//!   and yours; the flags and `main`.
+//! - `endpoint.rs`: the HTTP layer: the guard, the headers, the body.
+//! - `stdio.rs`: the same server over stdin and stdout, a message a line.
+//! - `rate_limit.rs`: how many tool calls a caller may make in a minute.
+//! - `jsonrpc.rs`: the JSON-RPC layer: the envelope, errors, replies.
+//! - `mcp.rs`: the MCP layer: `initialize`, `tools/list`, `tools/call`, and on.
+//! - `modern.rs`: what 2026-07-28 changes: its envelope, `server/discover`, hints.
+//! - `resources.rs` (chapter 11): `resources/list`, `resources/read`.
+//! - `prompts.rs` (this chapter): `prompts/list`, `prompts/get`.
+//!
+//! Under them all is the HTTP base, `src/http.rs` of the workbook (`http.rs` in a copy
+//! made with `workbook starter`).
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
@@ -23,8 +29,7 @@ use clap::Parser;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-// The HTTP base, `src/http.rs` of the workbook. In a copy made with `workbook starter`,
-// that file sits next to this one, and this line says `mod http;`.
+// The HTTP base (see the map above); in a copy, this line says `mod http;`.
 use mcp_workbook::http;
 
 use http::Config;
@@ -50,7 +55,7 @@ use stdio::serve_stdio;
 // YOUR TOOLS: who this server is, and what it offers. Add yours here.
 //
 // A tool's function gets its arguments, already checked against its `inputSchema`,
-// and returns a `ToolResult` (defined in the MCP layer below):
+// and returns a `ToolResult` (defined in mcp.rs):
 // - `ToolResult::text(..)`: a text for the model to read;
 // - `ToolResult::structured(&value)`: a value for programs too, with an `outputSchema`;
 // - `ToolResult::error(..)`: the call failed; say why, so the model can correct itself.
@@ -360,7 +365,7 @@ fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
 // A resource is data with a URI: a document, an image, a record. The host decides
 // what to read and what to do with it (show it, or put it in front of the model); the
 // model does not call it as it calls a tool. A read function returns `ResourceContents`
-// (defined in the MCP layer below):
+// (defined in resources.rs):
 // - `ResourceContents::Text(..)`: text, such as Markdown or JSON;
 // - `ResourceContents::Blob(..)`: bytes, such as an image; they travel as base64.
 // A resource has one URI and is listed by `resources/list`; a template stands for many
@@ -622,9 +627,9 @@ fn write_alt_text(_arguments: &BTreeMap<String, String>) -> PromptResult {
 // ANCHOR_END: prompts
 
 // ===========================================================================
-// THE SERVER: transports, protocol, checks. Nothing below needs to change to add
-// a tool, a resource or a prompt; the workbook's chapters 1 to 9, 11 and 12 explain
-// every part.
+// THE SERVER: its flags and `main`. The server itself is in the files the map at the
+// top lists; nothing in them needs to change to add a tool, a resource or a prompt; the
+// workbook's chapters 1 to 9, 11 and 12 explain every part.
 // ===========================================================================
 
 // ANCHOR: args

@@ -1,19 +1,28 @@
 //! Chapter 13: completion.
 //!
-//! Chapter 12's server, which offered tools, resources and prompts, now also helps the
-//! user fill in a prompt's arguments and a template's variables: as they type, the
-//! host asks `completion/complete` what they might mean, and shows the answer as a
-//! drop-down.
-//! - YOUR COMPLETIONS, after YOUR PROMPTS, says which values an argument may take (an
-//!   order id, a kind of day), best first;
-//! - `completion/complete` names a prompt (`ref/prompt`) or a template (`ref/resource`)
-//!   and one of its arguments, with what was typed so far, and gets at most 100
-//!   values, how many there are in all, and whether there are more;
-//! - a prompt or template it does not have, an argument it does not take, a malformed
-//!   request: `-32602` in both eras;
-//! - `initialize` and `server/discover` announce `completions`.
+//! An MCP server that offers tools, resources, prompts and completion, over Streamable
+//! HTTP or stdio, in both eras of the protocol (the `initialize` handshake, and
+//! 2026-07-28's requests that each stand alone). This chapter adds completion,
+//! suggestions for a prompt's argument or a template's variable while the user types
+//! (`completion.rs`), and YOUR COMPLETIONS to say what they are.
 //!
-//! Both transports and both eras, as in chapter 12.
+//! # Layout
+//!
+//! Read the server in this order (each file's first lines say more):
+//! - `main.rs`, this file: YOUR TOOLS, RESOURCES, PROMPTS and COMPLETIONS: what the
+//!   server offers, and yours; the flags and `main`.
+//! - `endpoint.rs`: the HTTP layer: the guard, the headers, the body.
+//! - `stdio.rs`: the same server over stdin and stdout, a message a line.
+//! - `rate_limit.rs`: how many tool calls a caller may make in a minute.
+//! - `jsonrpc.rs`: the JSON-RPC layer: the envelope, errors, replies.
+//! - `mcp.rs`: the MCP layer: `initialize`, `tools/list`, `tools/call`, and on.
+//! - `modern.rs`: what 2026-07-28 changes: its envelope, `server/discover`, hints.
+//! - `resources.rs` (chapter 11): `resources/list`, `resources/read`.
+//! - `prompts.rs` (chapter 12): `prompts/list`, `prompts/get`.
+//! - `completion.rs` (this chapter): `completion/complete`.
+//!
+//! Under them all is the HTTP base, `src/http.rs` of the workbook (`http.rs` in a copy
+//! made with `workbook starter`).
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
@@ -22,8 +31,7 @@ use clap::Parser;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-// The HTTP base, `src/http.rs` of the workbook. In a copy made with `workbook starter`,
-// that file sits next to this one, and this line says `mod http;`.
+// The HTTP base (see the map above); in a copy, this line says `mod http;`.
 use mcp_workbook::http;
 
 use http::Config;
@@ -50,7 +58,7 @@ use stdio::serve_stdio;
 // YOUR TOOLS: who this server is, and what it offers. Add yours here.
 //
 // A tool's function gets its arguments, already checked against its `inputSchema`,
-// and returns a `ToolResult` (defined in the MCP layer below):
+// and returns a `ToolResult` (defined in mcp.rs):
 // - `ToolResult::text(..)`: a text for the model to read;
 // - `ToolResult::structured(&value)`: a value for programs too, with an `outputSchema`;
 // - `ToolResult::error(..)`: the call failed; say why, so the model can correct itself.
@@ -360,7 +368,7 @@ fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
 // A resource is data with a URI: a document, an image, a record. The host decides
 // what to read and what to do with it (show it, or put it in front of the model); the
 // model does not call it as it calls a tool. A read function returns `ResourceContents`
-// (defined in the MCP layer below):
+// (defined in resources.rs):
 // - `ResourceContents::Text(..)`: text, such as Markdown or JSON;
 // - `ResourceContents::Blob(..)`: bytes, such as an image; they travel as base64.
 // A resource has one URI and is listed by `resources/list`; a template stands for many
@@ -652,9 +660,9 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 // ANCHOR_END: completions
 
 // ===========================================================================
-// THE SERVER: transports, protocol, checks. Nothing below needs to change to add
-// a tool, a resource, a prompt or a completion; the workbook's chapters 1 to 9 and 11
-// to 13 explain every part.
+// THE SERVER: its flags and `main`. The server itself is in the files the map at the
+// top lists; nothing in them needs to change to add a tool, a resource, a prompt or a
+// completion; the workbook's chapters 1 to 9 and 11 to 13 explain every part.
 // ===========================================================================
 
 // ANCHOR: args

@@ -1,24 +1,29 @@
 //! Chapter 14: streaming a call.
 //!
-//! Chapter 13's server answered every request with one JSON object, when the work was
-//! done. A call that takes a while can now say how it is going, on the way:
-//! - `run_payroll`, in YOUR TOOLS, works through the week's timesheets one at a time,
-//!   and reports through its `Call`: progress after each one, log messages, and
-//!   whether to stop;
-//! - `notifications/progress` goes out only when the request's `_meta` carries a
-//!   `progressToken`, and its `progress` always increases;
-//! - `notifications/message` goes out at or above the level the client asked for: in
-//!   2026-07-28 per request (`_meta["io.modelcontextprotocol/logLevel"]`, none without
-//!   it), in the handshake era `logging/setLevel` over stdio and `info` over HTTP;
-//! - over HTTP those notifications travel as server-sent events, before the result,
-//!   when `Accept` allows `text/event-stream` (a call with nothing to report is still
-//!   one JSON answer);
-//! - cancellation: `notifications/cancelled` (stdio, and HTTP in the handshake era), or
-//!   in 2026-07-28 over HTTP a client that closes the stream. The work stops, and no
-//!   result is sent;
-//! - every long call has a deadline, and at most `--max-running-calls` run at once.
+//! An MCP server that offers tools, resources, prompts and completion, with calls that
+//! report as they go, over Streamable HTTP or stdio, in both eras of the protocol (the
+//! `initialize` handshake, and 2026-07-28's requests that each stand alone). This
+//! chapter adds calls that take a while: they report progress and log messages on the
+//! way, and stop when cancelled (`streaming.rs`); `run_payroll` is one.
 //!
-//! Both transports and both eras, as in chapter 13.
+//! # Layout
+//!
+//! Read the server in this order (each file's first lines say more):
+//! - `main.rs`, this file: YOUR TOOLS, RESOURCES, PROMPTS and COMPLETIONS: what the
+//!   server offers, and yours; the flags and `main`.
+//! - `endpoint.rs`: the HTTP layer: the guard, the headers, the body.
+//! - `stdio.rs`: the same server over stdin and stdout, a message a line.
+//! - `rate_limit.rs`: how many tool calls a caller may make in a minute.
+//! - `jsonrpc.rs`: the JSON-RPC layer: the envelope, errors, replies.
+//! - `mcp.rs`: the MCP layer: `initialize`, `tools/list`, `tools/call`, and on.
+//! - `modern.rs`: what 2026-07-28 changes: its envelope, `server/discover`, hints.
+//! - `resources.rs` (chapter 11): `resources/list`, `resources/read`.
+//! - `prompts.rs` (chapter 12): `prompts/list`, `prompts/get`.
+//! - `completion.rs` (chapter 13): `completion/complete`.
+//! - `streaming.rs` (this chapter): long calls: progress, logs, cancellation.
+//!
+//! Under them all is the HTTP base, `src/http.rs` of the workbook (`http.rs` in a copy
+//! made with `workbook starter`).
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
@@ -28,8 +33,7 @@ use clap::Parser;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-// The HTTP base, `src/http.rs` of the workbook. In a copy made with `workbook starter`,
-// that file sits next to this one, and this line says `mod http;`.
+// The HTTP base (see the map above); in a copy, this line says `mod http;`.
 use mcp_workbook::http;
 
 use http::Config;
@@ -58,7 +62,7 @@ use streaming::{Call, Calls, Level};
 // YOUR TOOLS: who this server is, and what it offers. Add yours here.
 //
 // A tool's function gets its arguments, already checked against its `inputSchema`,
-// and returns a `ToolResult` (defined in the MCP layer below):
+// and returns a `ToolResult` (defined in mcp.rs):
 // - `ToolResult::text(..)`: a text for the model to read;
 // - `ToolResult::structured(&value)`: a value for programs too, with an `outputSchema`;
 // - `ToolResult::error(..)`: the call failed; say why, so the model can correct itself.
@@ -455,7 +459,7 @@ fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
 // A resource is data with a URI: a document, an image, a record. The host decides
 // what to read and what to do with it (show it, or put it in front of the model); the
 // model does not call it as it calls a tool. A read function returns `ResourceContents`
-// (defined in the MCP layer below):
+// (defined in resources.rs):
 // - `ResourceContents::Text(..)`: text, such as Markdown or JSON;
 // - `ResourceContents::Blob(..)`: bytes, such as an image; they travel as base64.
 // A resource has one URI and is listed by `resources/list`; a template stands for many
@@ -747,9 +751,9 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 // ANCHOR_END: completions
 
 // ===========================================================================
-// THE SERVER: transports, protocol, checks. Nothing below needs to change to add
-// a tool, a resource, a prompt or a completion; the workbook's chapters 1 to 9 and 11
-// to 14 explain every part.
+// THE SERVER: its flags and `main`. The server itself is in the files the map at the
+// top lists; nothing in them needs to change to add a tool, a resource, a prompt or a
+// completion; the workbook's chapters 1 to 9 and 11 to 14 explain every part.
 // ===========================================================================
 
 // ANCHOR: args

@@ -1,47 +1,32 @@
 //! Chapter 16: sessions (asking the client mid-call, the handshake era).
 //!
-//! Chapter 15's server, plus one piece, in its own block (SESSIONS, below INPUT
-//! REQUIRED): over HTTP, `initialize` opens a session and answers its id in
-//! `Mcp-Session-Id`; the client sends it on every later request, and DELETE ends it
-//! (`2025-11-25/basic/transports.mdx`, Session Management). A session remembers what
-//! its client said it can do, so a call in it may ask: `approve_payroll` sends
-//! `elicitation/create` on its own event stream, and the client's answer, POSTed in
-//! the same session, is handed to the call still waiting for it. A session also keeps
-//! its client's log level and lets `notifications/cancelled` name its own calls. In
-//! 2026-07-28 the same tool asks with `input_required`, as in chapter 15: that revision
-//! has no sessions. What follows is chapter 15's summary, then chapter 14's.
+//! An MCP server that offers tools, resources, prompts and completion, with calls that
+//! report as they go and a tool that asks the user, over Streamable HTTP or stdio, in
+//! both eras of the protocol (the `initialize` handshake, and 2026-07-28's requests
+//! that each stand alone). This chapter adds sessions: over HTTP `initialize` opens
+//! one, and a call in it may ask its client mid-call in the handshake era
+//! (`sessions.rs`).
 //!
-//! Chapter 15: input_required (asking the client, 2026-07-28).
+//! # Layout
 //!
-//! Chapter 14's server, plus one piece, in its own block (INPUT REQUIRED, below the
-//! modern block): a 2026-07-28 `tools/call` may answer `resultType: "input_required"`
-//! with the requests it needs the client to answer (`inputRequests`) and a signed,
-//! expiring `requestState`; the client retries the same call with `inputResponses`
-//! and the state (`2026-07-28/basic/patterns/mrtr.mdx`), which is good for one use.
-//! No session, no held stream: the state travels with the request.
+//! Read the server in this order (each file's first lines say more):
+//! - `main.rs`, this file: YOUR TOOLS, RESOURCES, PROMPTS and COMPLETIONS: what the
+//!   server offers, and yours; the flags and `main`.
+//! - `endpoint.rs`: the HTTP layer: the guard, the headers, the body; GET and DELETE.
+//! - `stdio.rs`: the same server over stdin and stdout, a message a line.
+//! - `rate_limit.rs`: how many tool calls a caller may make in a minute.
+//! - `jsonrpc.rs`: the JSON-RPC layer: the envelope, errors, replies.
+//! - `mcp.rs`: the MCP layer: `initialize`, `tools/list`, `tools/call`, and on.
+//! - `modern.rs`: what 2026-07-28 changes: its envelope, `server/discover`, hints.
+//! - `resources.rs` (chapter 11): `resources/list`, `resources/read`.
+//! - `prompts.rs` (chapter 12): `prompts/list`, `prompts/get`.
+//! - `completion.rs` (chapter 13): `completion/complete`.
+//! - `streaming.rs` (chapter 14): long calls: progress, logs, cancellation.
+//! - `input_required.rs` (chapter 15): asking in 2026-07-28, `requestState`.
+//! - `sessions.rs` (this chapter): sessions; asking mid-call in the handshake era.
 //!
-//! Chapter 14: streaming a call.
-//!
-//! Chapter 13's server answered every request with one JSON object, when the work was
-//! done. A call that takes a while can now say how it is going, on the way:
-//! - `run_payroll`, in YOUR TOOLS, works through the week's timesheets one at a time,
-//!   and reports through its `Call`: progress after each one, log messages, and
-//!   whether to stop;
-//! - `notifications/progress` goes out only when the request's `_meta` carries a
-//!   `progressToken`, and its `progress` always increases;
-//! - `notifications/message` goes out at or above the level the client asked for: in
-//!   2026-07-28 per request (`_meta["io.modelcontextprotocol/logLevel"]`, none without
-//!   it), in the handshake era `logging/setLevel` over stdio and (chapter 16) in a
-//!   session, `info` over HTTP outside one;
-//! - over HTTP those notifications travel as server-sent events, before the result,
-//!   when `Accept` allows `text/event-stream` (a call with nothing to report is still
-//!   one JSON answer);
-//! - cancellation: `notifications/cancelled` (stdio, and HTTP in the handshake era), or
-//!   in 2026-07-28 over HTTP a client that closes the stream. The work stops, and no
-//!   result is sent;
-//! - every long call has a deadline, and at most `--max-running-calls` run at once.
-//!
-//! Both transports and both eras, as in chapter 13.
+//! Under them all is the HTTP base, `src/http.rs` of the workbook (`http.rs` in a copy
+//! made with `workbook starter`).
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
@@ -51,8 +36,7 @@ use clap::Parser;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-// The HTTP base, `src/http.rs` of the workbook. In a copy made with `workbook starter`,
-// that file sits next to this one, and this line says `mod http;`.
+// The HTTP base (see the map above); in a copy, this line says `mod http;`.
 use mcp_workbook::http;
 
 use http::Config;
@@ -71,7 +55,7 @@ mod input_required;
 mod sessions;
 
 use endpoint::{Guard, handle};
-use input_required::{APPROVE_PAYROLL, FIXED_CLOCK, STATE_KEY, USED_STATES, now_secs, parse_state_key, random_key};
+use input_required::{APPROVE_PAYROLL, parse_state_key, random_key};
 use jsonrpc::echo;
 use mcp::{Content, ToolResult};
 use prompts::PromptMessage;
@@ -79,13 +63,13 @@ use rate_limit::{DEFAULT_MAX_CALLS_PER_MINUTE, RateLimit};
 use resources::{ResourceContents, base64};
 use sessions::{SESSION_IDLE_TIME, Sessions};
 use stdio::serve_stdio;
-use streaming::{Call, Calls, Level, lock};
+use streaming::{Call, Calls, Level};
 
 // ===========================================================================
 // YOUR TOOLS: who this server is, and what it offers. Add yours here.
 //
 // A tool's function gets its arguments, already checked against its `inputSchema`,
-// and returns a `ToolResult` (defined in the MCP layer below):
+// and returns a `ToolResult` (defined in mcp.rs):
 // - `ToolResult::text(..)`: a text for the model to read;
 // - `ToolResult::structured(&value)`: a value for programs too, with an `outputSchema`;
 // - `ToolResult::error(..)`: the call failed; say why, so the model can correct itself.
@@ -536,7 +520,7 @@ fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
 // A resource is data with a URI: a document, an image, a record. The host decides
 // what to read and what to do with it (show it, or put it in front of the model); the
 // model does not call it as it calls a tool. A read function returns `ResourceContents`
-// (defined in the MCP layer below):
+// (defined in resources.rs):
 // - `ResourceContents::Text(..)`: text, such as Markdown or JSON;
 // - `ResourceContents::Blob(..)`: bytes, such as an image; they travel as base64.
 // A resource has one URI and is listed by `resources/list`; a template stands for many
@@ -828,9 +812,9 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 // ANCHOR_END: completions
 
 // ===========================================================================
-// THE SERVER: transports, protocol, checks. Nothing below needs to change to add
-// a tool, a resource, a prompt or a completion; the workbook's chapters 1 to 9 and 11
-// to 14 explain every part.
+// THE SERVER: its flags and `main`. The server itself is in the files the map at the
+// top lists; nothing in them needs to change to add a tool, a resource, a prompt or a
+// completion; the workbook's chapters 1 to 9 and 11 to 14 explain every part.
 // ===========================================================================
 
 // ANCHOR: args
@@ -920,17 +904,7 @@ struct Catalog {
 
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    if let Some(key) = args.state_key {
-        STATE_KEY.set(key).expect("set once, before any request");
-    }
-    if let Some(secs) = args.fixed_clock {
-        FIXED_CLOCK.set(secs).expect("set once, before any request");
-    }
-    // A restart empties the record of used states: refuse what was issued before it.
-    // (A fixed clock, for transcripts, never moves: there is no before to refuse.)
-    if args.fixed_clock.is_none() {
-        lock(&USED_STATES).start(now_secs());
-    }
+    input_required::configure(args.state_key, args.fixed_clock);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let session_key = args.fixed_session_key.unwrap_or_else(random_key);
     let config = Config {

@@ -214,9 +214,25 @@ impl UsedStates {
 /// The secret the tags are made with: `--state-key`, or one drawn at random when the
 /// server starts (then a restart refuses every state issued before it, and the client
 /// starts the call over). Servers behind one load balancer share one key.
-pub static STATE_KEY: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
+static STATE_KEY: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
 /// `--fixed-clock`: the seconds `now_secs` answers, so a transcript's states are exact.
-pub static FIXED_CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+static FIXED_CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// Set up what the flags say, once, before any request: the key (`--state-key`), the
+/// clock (`--fixed-clock`, for tests), and the start of the record of used states.
+pub fn configure(state_key: Option<[u8; 16]>, fixed_clock: Option<u64>) {
+    if let Some(key) = state_key {
+        STATE_KEY.set(key).expect("set once, before any request");
+    }
+    if let Some(secs) = fixed_clock {
+        FIXED_CLOCK.set(secs).expect("set once, before any request");
+    }
+    // A restart empties the record of used states: refuse what was issued before it.
+    // (A fixed clock, for transcripts, never moves: there is no before to refuse.)
+    if fixed_clock.is_none() {
+        lock(&USED_STATES).start(now_secs());
+    }
+}
 
 /// The tag: SipHash-2-4 of the body under the secret key, a 64-bit MAC. Without the
 /// key a client cannot compute it, and any change to the body changes it.
