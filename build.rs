@@ -3,7 +3,7 @@
 //! From chapter 11 a chapter is several files, and its exercise is one of them: the
 //! learner's `exercise.rs` stands in for the piece the chapter adds. Both binaries of
 //! such a chapter are built from the same `main.rs`; the exercise's root
-//! (`chapters/exercise_root.rs`) includes `OUT_DIR/NAME-exercise.rs`, which is that
+//! (`src/exercise_roots/NAME.rs`) includes `OUT_DIR/NAME-exercise.rs`, which is that
 //! `main.rs` with each `mod` line given its file's path and the piece's path pointing
 //! at `exercise.rs` (see `chapters::exercise_root`). Nothing is copied: the compiler
 //! reads the chapter's own files, and its messages name them.

@@ -38,18 +38,28 @@ pub const CHAPTERS: &[Chapter] = &[
     Chapter { number: 8, name: "ch08-stateless", title: "Stateless MCP (2026-07-28)", piece: None },
     Chapter { number: 9, name: "ch09-stdio", title: "stdio", piece: None },
     Chapter { number: 10, name: "ch10-starter", title: "The starter", piece: None },
-    Chapter { number: 11, name: "ch11-resources", title: "Resources", piece: None },
-    Chapter { number: 12, name: "ch12-prompts", title: "Prompts", piece: None },
-    Chapter { number: 13, name: "ch13-completion", title: "Completion", piece: None },
-    Chapter { number: 14, name: "ch14-streaming", title: "Streaming a call", piece: None },
+    Chapter { number: 11, name: "ch11-resources", title: "Resources", piece: Some("resources") },
+    Chapter { number: 12, name: "ch12-prompts", title: "Prompts", piece: Some("prompts") },
+    Chapter { number: 13, name: "ch13-completion", title: "Completion", piece: Some("completion") },
+    Chapter { number: 14, name: "ch14-streaming", title: "Streaming a call", piece: Some("streaming") },
     Chapter {
         number: 15,
         name: "ch15-input-required",
         title: "input_required: asking the client (2026-07-28)",
-        piece: None,
+        piece: Some("input_required"),
     },
-    Chapter { number: 16, name: "ch16-sessions", title: "Sessions: asking the client mid-call", piece: None },
-    Chapter { number: 17, name: "ch17-subscriptions", title: "Subscriptions: the session's own stream", piece: None },
+    Chapter {
+        number: 16,
+        name: "ch16-sessions",
+        title: "Sessions: asking the client mid-call",
+        piece: Some("sessions"),
+    },
+    Chapter {
+        number: 17,
+        name: "ch17-subscriptions",
+        title: "Subscriptions: the session's own stream",
+        piece: Some("subscriptions"),
+    },
 ];
 
 impl Chapter {

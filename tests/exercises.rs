@@ -194,7 +194,7 @@ macro_rules! exercise_tests {
             for chapter in CHAPTERS {
                 let path = match chapter.piece {
                     None => format!("chapters/{}/exercise.rs", chapter.name),
-                    Some(_) => "chapters/exercise_root.rs".to_string(),
+                    Some(_) => format!("src/exercise_roots/{}.rs", chapter.name),
                 };
                 let bin = format!("name = \"{}\"\npath = \"{path}\"\n", chapter.exercise_binary());
                 assert!(manifest.contains(&bin), "Cargo.toml has no [[bin]] with {bin}");

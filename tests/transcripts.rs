@@ -67,7 +67,7 @@ fn chapter_folders_match_the_list() {
     let mut folders: Vec<String> = std::fs::read_dir(chapters::workbook_root().join("chapters"))
         .expect("chapters/ exists")
         .map(|entry| entry.unwrap())
-        .filter(|entry| entry.path().is_dir()) // beside them, exercise_root.rs (see build.rs)
+        .filter(|entry| entry.path().is_dir())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .collect();
     folders.sort();
