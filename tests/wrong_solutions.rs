@@ -359,7 +359,7 @@ fn generate(chapter: &Chapter, solutions: &[Solution]) -> Result<Generated, Stri
     let shapes: Vec<String> = sources.iter().zip(&originals).map(|((_, text), f)| skeleton(text, f)).collect();
     // For each function (file, index), the bodies the solutions give it that differ from its own.
     let mut bodies: BTreeMap<(usize, usize), Vec<(&Solution, String)>> = BTreeMap::new();
-    let mut own_binaries = Vec::new();
+    let mut own_binaries: Vec<(String, Vec<Source>)> = Vec::new();
     for solution in solutions {
         let where_ = || format!("{} line {}, {}", solutions_path(chapter).display(), solution.line, solution.name);
         let patched = apply(&sources, &solution.hunks).map_err(|e| format!("{}: {e}", where_()))?;
@@ -400,6 +400,23 @@ fn generate(chapter: &Chapter, solutions: &[Solution]) -> Result<Generated, Stri
         }
         arms.push_str(&format!("        _ => {}\n    }}\n}}", &original[body.clone()]));
         switched[*file].1.replace_range(body, &arms);
+    }
+    // A patch may use any item of the chapter's other files, as a learner's edit could
+    // once it adds the import: every file of a chapter of several sees them all.
+    if switched.len() > 1 {
+        let see_the_others = |files: &mut Vec<Source>| {
+            let modules: Vec<String> =
+                files.iter().map(|(file, _)| file.trim_end_matches(".rs").replace("main", "crate")).collect();
+            for (file, source) in files.iter_mut() {
+                let own = file.trim_end_matches(".rs").replace("main", "crate");
+                for module in modules.iter().filter(|module| **module != own) {
+                    let path = if module == "crate" { "crate".to_string() } else { format!("crate::{module}") };
+                    source.push_str(&format!("#[allow(unused_imports)]\nuse {path}::*;\n"));
+                }
+            }
+        };
+        see_the_others(&mut switched);
+        own_binaries.iter_mut().for_each(|(_, files)| see_the_others(files));
     }
     let main = &mut switched[0].1;
     if main.matches("Args::parse()").count() != 1 {
