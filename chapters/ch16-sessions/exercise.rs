@@ -40,7 +40,7 @@ pub const SESSION_IDLE_TIME: Duration = Duration::from_secs(30 * 60);
 
 /// Where a call may ask its client a question: the sessions, and the one it runs in.
 /// `Err`: it may not, and why, in words for the model.
-pub type Asking = Result<(&'static Sessions, Session), &'static str>;
+pub type AskPermit = Result<(&'static Sessions, Session), &'static str>;
 
 /// Why a call may not ask: said to the model in the tool's failed result.
 pub const NEEDS_A_SESSION: &str = "asking the user takes a session: call `initialize` first, then send its \

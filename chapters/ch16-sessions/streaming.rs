@@ -18,7 +18,7 @@ use crate::input_required::asks_client;
 use crate::jsonrpc::{RpcError, echo, reply};
 use crate::mcp::{check_arguments, run_tool};
 use crate::modern::{LOG_LEVEL_KEY, complete, request_meta};
-use crate::sessions::{Asking, NEEDS_A_HANDSHAKE, NEEDS_A_SESSION, NEEDS_AN_EVENT_STREAM, Session};
+use crate::sessions::{AskPermit, NEEDS_A_HANDSHAKE, NEEDS_A_SESSION, NEEDS_AN_EVENT_STREAM, Session};
 use crate::stdio::write_line;
 use crate::{Catalog, Run, SERVER_NAME, Tool, http};
 
@@ -46,7 +46,7 @@ pub struct Call<'a> {
     deadline: Instant,
     /// Where the tool may ask its client a question, or why it may not (chapter 16,
     /// [`Call::ask`]).
-    pub asking: Asking,
+    pub asking: AskPermit,
 }
 
 impl<'a> Call<'a> {
@@ -332,7 +332,7 @@ impl ResponseBody<'_, '_> {
 /// Run a long call to its end, and give the JSON-RPC response to send: `None` when it
 /// was cancelled, which gets no response at all ("Not send a response for the
 /// cancelled request", `2025-11-25/basic/utilities/cancellation.mdx`).
-fn finish_long_call(id: Value, long: &LongCall, outlet: &mut dyn Outlet, asking: Asking) -> Option<Vec<u8>> {
+fn finish_long_call(id: Value, long: &LongCall, outlet: &mut dyn Outlet, asking: AskPermit) -> Option<Vec<u8>> {
     let mut call = Call::new(outlet, long.progress_token.clone(), long.log_level);
     call.asking = asking;
     let result = run_tool(long.tool, &long.arguments, &mut call);

@@ -54,7 +54,7 @@ const STREAM_BACKLOG: usize = 16;
 const NEEDS_A_SESSION_TO_SUBSCRIBE: &str = "a subscription lives in a session: `initialize` opens one (over HTTP, send its `Mcp-Session-Id` with this request)";
 
 /// A session's own stream, where its messages that answer no request go.
-pub enum Listener {
+pub enum SessionStream {
     /// An event stream a GET opened: its number in the session, and the channel its
     /// writer reads.
     Http { number: u64, messages: mpsc::SyncSender<Value> },
@@ -67,7 +67,7 @@ enum NoStream {
     /// No session has this id.
     Unknown,
     /// The session has its stream open already.
-    Open,
+    AlreadyOpen,
     /// `max_streams` streams are open.
     Busy,
 }
@@ -98,10 +98,10 @@ impl Sessions {
     /// of the connected streams" (Multiple Connections), so a second would only wait.
     fn listen(&self, id: &str) -> Result<(u64, mpsc::Receiver<Value>), NoStream> {
         // TODO: under the lock, refuse with `NoStream::Unknown` (no session has this id),
-        // `NoStream::Open` (its `stream` is there already) or `NoStream::Busy` (as many
-        // entries have a `Listener::Http` stream as `self.max_streams`). Else count the
+        // `NoStream::AlreadyOpen` (its `stream` is there already) or `NoStream::Busy` (as many
+        // entries have a `SessionStream::Http` stream as `self.max_streams`). Else count the
         // stream in `entry.streams`, make a channel of `STREAM_BACKLOG` places
-        // (`mpsc::sync_channel`), keep its sending end as the session's `Listener::Http`
+        // (`mpsc::sync_channel`), keep its sending end as the session's `SessionStream::Http`
         // under that number, and give the number and the receiving end.
         todo!("open the session's stream, if it may open")
         // END TODO
@@ -110,14 +110,14 @@ impl Sessions {
     /// Over stdio: session `id`'s stream is stdout.
     pub fn listen_on_stdout(&self, id: &str) {
         if let Some(entry) = lock(&self.open).get_mut(id) {
-            entry.stream = Some(Listener::Stdout);
+            entry.stream = Some(SessionStream::Stdout);
         }
     }
 
     /// Stream `number` of session `id` has ended: the session may open another.
     fn stop_listening(&self, id: &str, number: u64) {
         if let Some(entry) = lock(&self.open).get_mut(id)
-            && matches!(entry.stream, Some(Listener::Http { number: open, .. }) if open == number)
+            && matches!(entry.stream, Some(SessionStream::Http { number: open, .. }) if open == number)
         {
             entry.stream = None;
         }
@@ -129,7 +129,7 @@ impl Sessions {
     fn resource_updated(&self, uri: &str) {
         // TODO: the notice is a `notification(..)` named `notifications/resources/updated`
         // whose params are `{"uri": uri}`. It goes to every session whose `subscribed`
-        // holds `uri`, on its `stream`: into a `Listener::Http`'s channel without waiting
+        // holds `uri`, on its `stream`: into a `SessionStream::Http`'s channel without waiting
         // (`try_send`: a full backlog means the client misses it), or as a line on stdout
         // (`write_line`, once the lock is let go). A session with no stream misses it.
         todo!("tell every subscribed session, on its stream")
@@ -188,7 +188,7 @@ pub fn open_stream(request: &Request, sessions: &'static Sessions) -> Response {
         return reply(406, Value::Null, Err(error));
     }
     // TODO: `sessions.listen(id)`. Refused: `NoStream::Unknown` is `session_not_found(..)`
-    // with `"id": null`; `NoStream::Open` is `409` and `NoStream::Busy` is `503`, each
+    // with `"id": null`; `NoStream::AlreadyOpen` is `409` and `NoStream::Busy` is `503`, each
     // with `"id": null` and an error that says why (`invalid_request` for the first,
     // `internal_error` naming `sessions.max_streams` for the second). Opened: a
     // `Response::stream(200, "text/event-stream", ..)` (with `X-Accel-Buffering: no`, as

@@ -21,7 +21,7 @@ use crate::input_required::siphash_2_4;
 use crate::jsonrpc::{RpcError, echo, reply};
 use crate::mcp::initialize;
 use crate::streaming::{Call, DEFAULT_LOG_LEVEL, Level, STOP_CHECK_INTERVAL, lock};
-use crate::subscriptions::Listener;
+use crate::subscriptions::SessionStream;
 
 // ANCHOR: sessions
 /// A session nobody has used for this long is ended: its client gets `404` next time,
@@ -30,7 +30,7 @@ pub const SESSION_IDLE_TIME: Duration = Duration::from_secs(30 * 60);
 
 /// Where a call may ask its client a question: the sessions, and the one it runs in.
 /// `Err`: it may not, and why, in words for the model.
-pub type Asking = Result<(&'static Sessions, Session), &'static str>;
+pub type AskPermit = Result<(&'static Sessions, Session), &'static str>;
 
 /// Why a call may not ask: said to the model in the tool's failed result.
 pub const NEEDS_A_SESSION: &str = "asking the user takes a session: call `initialize` first, then send its \
@@ -83,7 +83,7 @@ pub struct SessionEntry {
     /// The URIs it subscribed to (chapter 17): at most `MAX_SUBSCRIPTIONS`.
     pub subscribed: BTreeSet<String>,
     /// Its own stream, when one is open (chapter 17), and how many it opened.
-    pub stream: Option<Listener>,
+    pub stream: Option<SessionStream>,
     pub streams: u64,
 }
 

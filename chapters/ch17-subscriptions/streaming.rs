@@ -18,7 +18,7 @@ use crate::input_required::asks_client;
 use crate::jsonrpc::{RpcError, echo, reply};
 use crate::mcp::{check_arguments, run_tool};
 use crate::modern::{LOG_LEVEL_KEY, complete, request_meta};
-use crate::sessions::{Asking, NEEDS_A_HANDSHAKE, NEEDS_A_SESSION, NEEDS_AN_EVENT_STREAM, Session, Sessions};
+use crate::sessions::{AskPermit, NEEDS_A_HANDSHAKE, NEEDS_A_SESSION, NEEDS_AN_EVENT_STREAM, Session, Sessions};
 use crate::stdio::write_line;
 use crate::{Catalog, Run, SERVER_NAME, Tool, http};
 
@@ -46,7 +46,7 @@ pub struct Call<'a> {
     deadline: Instant,
     /// Where the tool may ask its client a question, or why it may not (chapter 16,
     /// [`Call::ask`]).
-    pub asking: Asking,
+    pub asking: AskPermit,
     /// The sessions to tell when the tool changes a resource (chapter 17,
     /// [`Call::resource_updated`]); `None`: nobody hears.
     pub subscribers: Option<&'static Sessions>,
@@ -341,7 +341,7 @@ fn finish_long_call(
     id: Value,
     long: &LongCall,
     outlet: &mut dyn Outlet,
-    asking: Asking,
+    asking: AskPermit,
     subscribers: &'static Sessions,
 ) -> Option<Vec<u8>> {
     let mut call = Call::new(outlet, long.progress_token.clone(), long.log_level);

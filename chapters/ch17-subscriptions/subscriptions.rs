@@ -43,7 +43,7 @@ const STREAM_BACKLOG: usize = 16;
 const NEEDS_A_SESSION_TO_SUBSCRIBE: &str = "a subscription lives in a session: `initialize` opens one (over HTTP, send its `Mcp-Session-Id` with this request)";
 
 /// A session's own stream, where its messages that answer no request go.
-pub enum Listener {
+pub enum SessionStream {
     /// An event stream a GET opened: its number in the session, and the channel its
     /// writer reads.
     Http { number: u64, messages: mpsc::SyncSender<Value> },
@@ -56,7 +56,7 @@ enum NoStream {
     /// No session has this id.
     Unknown,
     /// The session has its stream open already.
-    Open,
+    AlreadyOpen,
     /// `max_streams` streams are open.
     Busy,
 }
@@ -87,31 +87,31 @@ impl Sessions {
     /// of the connected streams" (Multiple Connections), so a second would only wait.
     fn listen(&self, id: &str) -> Result<(u64, mpsc::Receiver<Value>), NoStream> {
         let mut open = lock(&self.open);
-        let streams = open.values().filter(|entry| matches!(entry.stream, Some(Listener::Http { .. }))).count();
+        let streams = open.values().filter(|entry| matches!(entry.stream, Some(SessionStream::Http { .. }))).count();
         let entry = open.get_mut(id).ok_or(NoStream::Unknown)?;
         if entry.stream.is_some() {
-            return Err(NoStream::Open);
+            return Err(NoStream::AlreadyOpen);
         }
         if streams >= self.max_streams {
             return Err(NoStream::Busy);
         }
         entry.streams += 1;
         let (messages, receiver) = mpsc::sync_channel(STREAM_BACKLOG);
-        entry.stream = Some(Listener::Http { number: entry.streams, messages });
+        entry.stream = Some(SessionStream::Http { number: entry.streams, messages });
         Ok((entry.streams, receiver))
     }
 
     /// Over stdio: session `id`'s stream is stdout.
     pub fn listen_on_stdout(&self, id: &str) {
         if let Some(entry) = lock(&self.open).get_mut(id) {
-            entry.stream = Some(Listener::Stdout);
+            entry.stream = Some(SessionStream::Stdout);
         }
     }
 
     /// Stream `number` of session `id` has ended: the session may open another.
     fn stop_listening(&self, id: &str, number: u64) {
         if let Some(entry) = lock(&self.open).get_mut(id)
-            && matches!(entry.stream, Some(Listener::Http { number: open, .. }) if open == number)
+            && matches!(entry.stream, Some(SessionStream::Http { number: open, .. }) if open == number)
         {
             entry.stream = None;
         }
@@ -125,10 +125,10 @@ impl Sessions {
         let mut to_stdout = false;
         for entry in lock(&self.open).values().filter(|entry| entry.subscribed.contains(uri)) {
             match &entry.stream {
-                Some(Listener::Http { messages, .. }) => {
+                Some(SessionStream::Http { messages, .. }) => {
                     let _ = messages.try_send(message.clone());
                 }
-                Some(Listener::Stdout) => to_stdout = true,
+                Some(SessionStream::Stdout) => to_stdout = true,
                 None => {}
             }
         }
@@ -196,7 +196,7 @@ pub fn open_stream(request: &Request, sessions: &'static Sessions) -> Response {
     let (number, messages) = match sessions.listen(id) {
         Ok(listening) => listening,
         Err(NoStream::Unknown) => return session_not_found(Value::Null),
-        Err(NoStream::Open) => {
+        Err(NoStream::AlreadyOpen) => {
             let error = RpcError::invalid_request("this session's stream is open already: a session has one");
             return reply(409, Value::Null, Err(error));
         }
