@@ -230,7 +230,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     Do not call it to see what the payroll would be: use run_payroll for that.",
                 "inputSchema": { "type": "object", "additionalProperties": false },
             }),
-            // In 2026-07-28 the call goes through INPUT REQUIRED before it gets here.
+            // In 2026-07-28 the call goes through input_required.rs before it gets here.
             run: Run::Quick(|_| {
                 ToolResult::error(
                     "approve_payroll asks the user through input_required, which needs protocol revision 2026-07-28.",
@@ -775,7 +775,7 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 // ===========================================================================
 // THE SERVER: its flags and `main`. The server itself is in the files the map at the
 // top lists; nothing in them needs to change to add a tool, a resource, a prompt or a
-// completion; the workbook's chapters 1 to 9 and 11 to 14 explain every part.
+// completion; the workbook's chapters 1 to 9 and 11 to 15 explain every part.
 // ===========================================================================
 
 // ANCHOR: args

@@ -27,7 +27,7 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
     if request.path != "/mcp" {
         return Response::empty(404);
     }
-    // Chapter 16: DELETE ends a session (SESSIONS).
+    // Chapter 16: DELETE ends a session (sessions.rs).
     if request.method == "DELETE" {
         return end_session(request, &catalog.sessions);
     }

@@ -12,7 +12,7 @@
 //! Read the server in this order (each file's first lines say more):
 //! - `main.rs`, this file: YOUR TOOLS, RESOURCES, PROMPTS and COMPLETIONS: what the
 //!   server offers, and yours; the flags and `main`.
-//! - `endpoint.rs`: the HTTP layer: the guard, the headers, the body; GET and DELETE.
+//! - `endpoint.rs`: the HTTP layer: the guard, the headers, the body; DELETE.
 //! - `stdio.rs`: the same server over stdin and stdout, a message a line.
 //! - `rate_limit.rs`: how many tool calls a caller may make in a minute.
 //! - `jsonrpc.rs`: the JSON-RPC layer: the envelope, errors, replies.
@@ -233,7 +233,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     Do not call it to see what the payroll would be: use run_payroll for that.",
                 "inputSchema": { "type": "object", "additionalProperties": false },
             }),
-            // In 2026-07-28 the call goes through INPUT REQUIRED instead: it asks
+            // In 2026-07-28 the call goes through input_required.rs instead: it asks
             // without waiting.
             run: Run::Steps(approve_payroll),
         },
@@ -466,8 +466,8 @@ fn week_pay(timesheet: &Timesheet) -> (f64, f64, f64) {
 
 // ANCHOR: approve_payroll
 /// `approve_payroll` in the handshake era: it asks the user on the call's own stream
-/// and waits for the answer (SESSIONS). In 2026-07-28 the same question goes out as
-/// `input_required` (INPUT REQUIRED), and the answer comes back with the retry.
+/// and waits for the answer (sessions.rs). In 2026-07-28 the same question goes out as
+/// `input_required` (input_required.rs), and the answer comes back with the retry.
 fn approve_payroll(_arguments: &Map<String, Value>, call: &mut Call) -> ToolResult {
     match call.ask("elicitation/create", approval_question()) {
         Ok(answer) => payroll_if_approved(&answer),
@@ -814,7 +814,7 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 // ===========================================================================
 // THE SERVER: its flags and `main`. The server itself is in the files the map at the
 // top lists; nothing in them needs to change to add a tool, a resource, a prompt or a
-// completion; the workbook's chapters 1 to 9 and 11 to 14 explain every part.
+// completion; the workbook's chapters 1 to 9 and 11 to 16 explain every part.
 // ===========================================================================
 
 // ANCHOR: args

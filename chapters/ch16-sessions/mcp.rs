@@ -62,8 +62,8 @@ pub fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
         // resources: `resources/list`, `resources/templates/list`, `resources/read`; and
         // prompts: `prompts/list`, `prompts/get`; and `completion/complete`; and log
         // messages during a call (`notifications/message`, `logging/setLevel`). No
-        // `listChanged`: they never change while the server runs; no `subscribe`: a
-        // stateless server has nowhere to send a notice that a resource changed.
+        // `listChanged`: they never change while the server runs; no `subscribe`: this
+        // server has no stream yet to tell a session that a resource changed (chapter 17).
         "capabilities": { "tools": {}, "resources": {}, "prompts": {}, "completions": {}, "logging": {} },
         "serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION },
     }))

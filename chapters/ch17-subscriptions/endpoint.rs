@@ -28,11 +28,11 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
     if request.path != "/mcp" {
         return Response::empty(404);
     }
-    // Chapter 16: DELETE ends a session (SESSIONS).
+    // Chapter 16: DELETE ends a session (sessions.rs).
     if request.method == "DELETE" {
         return end_session(request, &catalog.sessions);
     }
-    // Chapter 17: GET opens a session's own stream (SUBSCRIPTIONS).
+    // Chapter 17: GET opens a session's own stream (subscriptions.rs).
     if request.method == "GET" {
         return open_stream(request, &catalog.sessions);
     }

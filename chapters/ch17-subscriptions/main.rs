@@ -236,7 +236,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     Do not call it to see what the payroll would be: use run_payroll for that.",
                 "inputSchema": { "type": "object", "additionalProperties": false },
             }),
-            // In 2026-07-28 the call goes through INPUT REQUIRED instead: it asks
+            // In 2026-07-28 the call goes through input_required.rs instead: it asks
             // without waiting.
             run: Run::Steps(approve_payroll),
         },
@@ -476,8 +476,8 @@ fn week_pay(timesheet: &Timesheet) -> (f64, f64, f64) {
 
 // ANCHOR: approve_payroll
 /// `approve_payroll` in the handshake era: it asks the user on the call's own stream
-/// and waits for the answer (SESSIONS). In 2026-07-28 the same question goes out as
-/// `input_required` (INPUT REQUIRED), and the answer comes back with the retry.
+/// and waits for the answer (sessions.rs). In 2026-07-28 the same question goes out as
+/// `input_required` (input_required.rs), and the answer comes back with the retry.
 fn approve_payroll(_arguments: &Map<String, Value>, call: &mut Call) -> ToolResult {
     match call.ask("elicitation/create", approval_question()) {
         Ok(answer) => payroll_if_approved(&answer),

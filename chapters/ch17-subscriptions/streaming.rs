@@ -206,7 +206,7 @@ pub fn long_call(
     session: Option<&Session>,
 ) -> Option<LongCall> {
     // A tool that asks waits for its answer in the handshake era; in 2026-07-28 it
-    // answers `input_required` at once instead (INPUT REQUIRED).
+    // answers `input_required` at once instead (input_required.rs).
     if method != "tools/call" || (era == Era::Modern && asks_client(params)) {
         return None;
     }
