@@ -2,9 +2,9 @@
 //! chapters 15 to 17 where a transcript cannot show it. A transcript runs one server, on
 //! a fixed clock, and shows a state used once and refused the second time. Here:
 //! - the record of used states is bounded, and when full refuses early rather than
-//!   forget a state that could come back (mrtr.mdx: a state consumed at most once
-//!   "MUST" be so "server-side", Server Requirements 5). Filling the real record takes
-//!   10,001 approvals; the hidden flag `--max-used-states` makes it small;
+//!   forget a state that could come back (mrtr.mdx, Server Requirements 5: a state to
+//!   be consumed at most once is enforced so by the server). Filling the real record
+//!   takes 10,001 approvals; the hidden flag `--max-used-states` makes it small;
 //! - a server on a real clock refuses the states issued before the second it started,
 //!   which its empty record cannot vouch for: it takes a restart, under the same
 //!   `--state-key`;
