@@ -37,10 +37,7 @@ impl RateLimit {
 
     /// Take one call from `caller`'s share: `false` when it has no whole call left.
     pub fn take(&self, caller: &str) -> bool {
-        self.take_at(caller, Instant::now())
-    }
-
-    fn take_at(&self, caller: &str, now: Instant) -> bool {
+        let now = Instant::now();
         let whole = f64::from(self.per_minute);
         // What a share holds at `now`: what was left, and what came back since.
         let left = |&(calls, counted): &(f64, Instant)| {

@@ -831,6 +831,10 @@ struct Args {
     /// For tests: the clock `requestState` expiry reads, in seconds since 1970.
     #[arg(long, value_name = "SECS", hide = true)]
     fixed_clock: Option<u64>,
+    /// For tests: the most used states remembered at once (`MAX_USED_STATES` unless
+    /// given), so that a test can fill the record and see what it does when full.
+    #[arg(long, value_name = "N", hide = true)]
+    max_used_states: Option<usize>,
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
@@ -855,7 +859,7 @@ struct Catalog {
 
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    input_required::configure(args.state_key, args.fixed_clock);
+    input_required::configure(args.state_key, args.fixed_clock, args.max_used_states);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let config = Config {
         workers,

@@ -219,8 +219,12 @@ static STATE_KEY: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
 static FIXED_CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 
 /// Set up what the flags say, once, before any request: the key (`--state-key`), the
-/// clock (`--fixed-clock`, for tests), and the start of the record of used states.
-pub fn configure(state_key: Option<[u8; 16]>, fixed_clock: Option<u64>) {
+/// clock and the size of the record of used states (`--fixed-clock` and
+/// `--max-used-states`, for tests), and the start of that record.
+pub fn configure(state_key: Option<[u8; 16]>, fixed_clock: Option<u64>, max_used_states: Option<usize>) {
+    if let Some(max) = max_used_states {
+        lock(&USED_STATES).max = max;
+    }
     if let Some(key) = state_key {
         STATE_KEY.set(key).expect("set once, before any request");
     }

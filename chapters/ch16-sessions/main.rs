@@ -870,10 +870,18 @@ struct Args {
     /// For tests: the clock `requestState` expiry reads, in seconds since 1970.
     #[arg(long, value_name = "SECS", hide = true)]
     fixed_clock: Option<u64>,
+    /// For tests: the most used states remembered at once (`MAX_USED_STATES` unless
+    /// given), so that a test can fill the record and see what it does when full.
+    #[arg(long, value_name = "N", hide = true)]
+    max_used_states: Option<usize>,
     /// Sessions open at once (chapter 16). Opening one more ends the session that has
     /// been idle longest; its client gets 404 and starts a new one.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_sessions: usize,
+    /// For tests: how long a session may go unused before it ends, in seconds
+    /// (`SESSION_IDLE_TIME` unless given), so that a test can see one end.
+    #[arg(long, value_name = "SECS", hide = true)]
+    session_idle_secs: Option<u64>,
     /// For tests: the key session ids are made with (32 hex digits), so a transcript's
     /// ids are exact. Without it, one is drawn at random.
     #[arg(long, value_name = "HEX", value_parser = parse_state_key, hide = true)]
@@ -904,9 +912,10 @@ struct Catalog {
 
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    input_required::configure(args.state_key, args.fixed_clock);
+    input_required::configure(args.state_key, args.fixed_clock, args.max_used_states);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let session_key = args.fixed_session_key.unwrap_or_else(random_key);
+    let idle = args.session_idle_secs.map_or(SESSION_IDLE_TIME, Duration::from_secs);
     let config = Config {
         workers,
         max_body_bytes: args.max_body_bytes,
@@ -926,7 +935,7 @@ fn main() -> std::io::Result<()> {
             // One client, the process's: its session lasts as long as the process.
             Sessions::new(1, None, session_key)
         } else {
-            Sessions::new(args.max_sessions, Some(SESSION_IDLE_TIME), session_key)
+            Sessions::new(args.max_sessions, Some(idle), session_key)
         },
     }));
     let rate_limit = RateLimit::new(args.max_calls_per_minute);

@@ -67,6 +67,7 @@ use resources::{ResourceContents, base64};
 use sessions::{SESSION_IDLE_TIME, Sessions};
 use stdio::serve_stdio;
 use streaming::{Call, Calls, Level, lock};
+use subscriptions::MAX_SUBSCRIPTIONS;
 
 // ===========================================================================
 // YOUR TOOLS: who this server is, and what it offers. Add yours here.
@@ -923,16 +924,29 @@ struct Args {
     /// For tests: the clock `requestState` expiry reads, in seconds since 1970.
     #[arg(long, value_name = "SECS", hide = true)]
     fixed_clock: Option<u64>,
+    /// For tests: the most used states remembered at once (`MAX_USED_STATES` unless
+    /// given), so that a test can fill the record and see what it does when full.
+    #[arg(long, value_name = "N", hide = true)]
+    max_used_states: Option<usize>,
     /// Sessions open at once (chapter 16). Opening one more ends the session that has
     /// been idle longest; its client gets 404 and starts a new one.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_sessions: usize,
+    /// For tests: how long a session may go unused before it ends, in seconds
+    /// (`SESSION_IDLE_TIME` unless given), so that a test can see one end.
+    #[arg(long, value_name = "SECS", hide = true)]
+    session_idle_secs: Option<u64>,
     /// Session streams open at once (chapter 17: a GET in a session, where it hears of
     /// the resources it subscribed to); one more is answered 503. Each holds a thread
     /// and a connection while it is open, `MAX_STREAM_TIME` at most: keep it well below
     /// `--max-connections`, so that streams cannot take every connection.
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_streams: usize,
+    /// For tests: the most resources one session may subscribe to at once
+    /// (`MAX_SUBSCRIPTIONS` unless given), so that a test can reach it with the few
+    /// resources this server offers.
+    #[arg(long, value_name = "N", default_value_t = MAX_SUBSCRIPTIONS, hide = true)]
+    max_subscriptions: usize,
     /// For tests: the key session ids are made with (32 hex digits), so a transcript's
     /// ids are exact. Without it, one is drawn at random.
     #[arg(long, value_name = "HEX", value_parser = parse_state_key, hide = true)]
@@ -963,9 +977,10 @@ struct Catalog {
 
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    input_required::configure(args.state_key, args.fixed_clock);
+    input_required::configure(args.state_key, args.fixed_clock, args.max_used_states);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let session_key = args.fixed_session_key.unwrap_or_else(random_key);
+    let idle = args.session_idle_secs.map_or(SESSION_IDLE_TIME, Duration::from_secs);
     let config = Config {
         workers,
         max_body_bytes: args.max_body_bytes,
@@ -984,9 +999,9 @@ fn main() -> std::io::Result<()> {
         sessions: if args.stdio {
             // One client, the process's: its session lasts as long as the process, and its
             // stream is stdout.
-            Sessions::new(1, None, session_key, 0)
+            Sessions::new(1, None, session_key, 0, args.max_subscriptions)
         } else {
-            Sessions::new(args.max_sessions, Some(SESSION_IDLE_TIME), session_key, args.max_streams)
+            Sessions::new(args.max_sessions, Some(idle), session_key, args.max_streams, args.max_subscriptions)
         },
     }));
     let rate_limit = RateLimit::new(args.max_calls_per_minute);

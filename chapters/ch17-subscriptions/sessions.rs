@@ -55,6 +55,8 @@ pub struct Sessions {
     opened: AtomicU64,
     /// How many session streams (GET) may be open at once (chapter 17).
     pub max_streams: usize,
+    /// How many resources one session may subscribe to at once (chapter 17).
+    pub max_subscriptions: usize,
 }
 
 /// What a request in a session knows of it.
@@ -80,7 +82,7 @@ pub struct SessionEntry {
     waiting: HashMap<String, mpsc::Sender<Value>>,
     /// How many questions it was asked: numbers the next one's id.
     asked: u64,
-    /// The URIs it subscribed to (chapter 17): at most `MAX_SUBSCRIPTIONS`.
+    /// The URIs it subscribed to (chapter 17): at most `max_subscriptions`.
     pub subscribed: BTreeSet<String>,
     /// Its own stream, when one is open (chapter 17), and how many it opened.
     pub stream: Option<SessionStream>,
@@ -88,8 +90,15 @@ pub struct SessionEntry {
 }
 
 impl Sessions {
-    pub fn new(max: usize, idle: Option<Duration>, key: [u8; 16], max_streams: usize) -> Sessions {
-        Sessions { open: Mutex::new(HashMap::new()), max, idle, key, opened: AtomicU64::new(0), max_streams }
+    pub fn new(
+        max: usize,
+        idle: Option<Duration>,
+        key: [u8; 16],
+        max_streams: usize,
+        max_subscriptions: usize,
+    ) -> Sessions {
+        let opened = AtomicU64::new(0);
+        Sessions { open: Mutex::new(HashMap::new()), max, idle, key, opened, max_streams, max_subscriptions }
     }
 
     fn expired(&self, entry: &SessionEntry) -> bool {

@@ -24,8 +24,9 @@ use crate::stdio::write_line;
 use crate::streaming::{Call, lock, notification};
 
 // ANCHOR: subscriptions
-/// The most resources one session may subscribe to at once.
-const MAX_SUBSCRIPTIONS: usize = 16;
+/// The most resources one session may subscribe to at once, unless `--max-subscriptions`
+/// (for tests) says otherwise.
+pub const MAX_SUBSCRIPTIONS: usize = 16;
 
 /// The longest a session's stream stays open. Then it ends, and the client opens
 /// another ("The server MAY close the SSE stream at any time"). Each GET is a request
@@ -66,10 +67,10 @@ impl Sessions {
     fn subscribe(&self, id: &str, uri: &str) -> Result<(), RpcError> {
         let mut open = lock(&self.open);
         let Some(entry) = open.get_mut(id) else { return Ok(()) }; // it ended meanwhile
-        if !entry.subscribed.contains(uri) && entry.subscribed.len() >= MAX_SUBSCRIPTIONS {
+        let max = self.max_subscriptions;
+        if !entry.subscribed.contains(uri) && entry.subscribed.len() >= max {
             return Err(RpcError::internal_error(&format!(
-                "this session is subscribed to {MAX_SUBSCRIPTIONS} resources, the most it may be; unsubscribe from \
-                 one first"
+                "this session is subscribed to {max} resources, the most it may be; unsubscribe from one first"
             )));
         }
         entry.subscribed.insert(uri.to_string());
