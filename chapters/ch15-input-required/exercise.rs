@@ -229,10 +229,29 @@ static STATE_KEY: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
 /// `--fixed-clock`: the seconds `now_secs` answers, so a transcript's states are exact.
 static FIXED_CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 
+/// This piece's flags, which `main.rs` takes in with its own (`#[command(flatten)]`).
+#[derive(clap::Args)]
+pub struct StateFlags {
+    /// The secret that signs `requestState` (chapter 15): 32 hex digits, 128 bits.
+    /// Every instance behind one load balancer needs the same one (and a shared record
+    /// of used states: one instance does not know what another has used); without it,
+    /// one is drawn at random.
+    #[arg(long, value_name = "HEX", value_parser = parse_state_key)]
+    pub state_key: Option<[u8; 16]>,
+    /// For tests: the clock `requestState` expiry reads, in seconds since 1970.
+    #[arg(long, value_name = "SECS", hide = true)]
+    pub fixed_clock: Option<u64>,
+    /// For tests: the most used states remembered at once (`MAX_USED_STATES` unless
+    /// given), so that a test can fill the record and see what it does when full.
+    #[arg(long, value_name = "N", hide = true)]
+    pub max_used_states: Option<usize>,
+}
+
 /// Set up what the flags say, once, before any request: the key (`--state-key`), the
 /// clock and the size of the record of used states (`--fixed-clock` and
 /// `--max-used-states`, for tests), and the start of that record.
-pub fn configure(state_key: Option<[u8; 16]>, fixed_clock: Option<u64>, max_used_states: Option<usize>) {
+pub fn configure(flags: &StateFlags) {
+    let StateFlags { state_key, fixed_clock, max_used_states } = *flags;
     if let Some(max) = max_used_states {
         lock(&USED_STATES).max = max;
     }

@@ -53,7 +53,7 @@ mod streaming;
 mod input_required;
 
 use endpoint::{Guard, handle};
-use input_required::{APPROVE_PAYROLL, parse_state_key};
+use input_required::APPROVE_PAYROLL;
 use jsonrpc::echo;
 use mcp::{Content, ToolResult};
 use prompts::PromptMessage;
@@ -822,19 +822,9 @@ struct Args {
     /// holds a thread, and over HTTP a connection, until it ends or `MAX_CALL_TIME`.
     #[arg(long, value_name = "N", default_value_t = 16)]
     max_running_calls: usize,
-    /// The secret that signs `requestState` (chapter 15): 32 hex digits, 128 bits.
-    /// Every instance behind one load balancer needs the same one (and a shared record
-    /// of used states: one instance does not know what another has used); without it,
-    /// one is drawn at random.
-    #[arg(long, value_name = "HEX", value_parser = parse_state_key)]
-    state_key: Option<[u8; 16]>,
-    /// For tests: the clock `requestState` expiry reads, in seconds since 1970.
-    #[arg(long, value_name = "SECS", hide = true)]
-    fixed_clock: Option<u64>,
-    /// For tests: the most used states remembered at once (`MAX_USED_STATES` unless
-    /// given), so that a test can fill the record and see what it does when full.
-    #[arg(long, value_name = "N", hide = true)]
-    max_used_states: Option<usize>,
+    // How `requestState` is signed and kept (chapter 15): input_required.rs's flags.
+    #[command(flatten)]
+    state: input_required::StateFlags,
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
@@ -859,7 +849,7 @@ struct Catalog {
 
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    input_required::configure(args.state_key, args.fixed_clock, args.max_used_states);
+    input_required::configure(&args.state);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let config = Config {
         workers,

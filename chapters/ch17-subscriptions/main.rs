@@ -64,7 +64,7 @@ use mcp::{Content, ToolResult};
 use prompts::PromptMessage;
 use rate_limit::{DEFAULT_MAX_CALLS_PER_MINUTE, RateLimit};
 use resources::{ResourceContents, base64};
-use sessions::{SESSION_IDLE_TIME, Sessions};
+use sessions::Sessions;
 use stdio::serve_stdio;
 use streaming::{Call, Calls, Level, lock};
 use subscriptions::MAX_SUBSCRIPTIONS;
@@ -915,27 +915,12 @@ struct Args {
     /// holds a thread, and over HTTP a connection, until it ends or `MAX_CALL_TIME`.
     #[arg(long, value_name = "N", default_value_t = 16)]
     max_running_calls: usize,
-    /// The secret that signs `requestState` (chapter 15): 32 hex digits, 128 bits.
-    /// Every instance behind one load balancer needs the same one (and a shared record
-    /// of used states: one instance does not know what another has used); without it,
-    /// one is drawn at random.
-    #[arg(long, value_name = "HEX", value_parser = parse_state_key)]
-    state_key: Option<[u8; 16]>,
-    /// For tests: the clock `requestState` expiry reads, in seconds since 1970.
-    #[arg(long, value_name = "SECS", hide = true)]
-    fixed_clock: Option<u64>,
-    /// For tests: the most used states remembered at once (`MAX_USED_STATES` unless
-    /// given), so that a test can fill the record and see what it does when full.
-    #[arg(long, value_name = "N", hide = true)]
-    max_used_states: Option<usize>,
-    /// Sessions open at once (chapter 16). Opening one more ends the session that has
-    /// been idle longest; its client gets 404 and starts a new one.
-    #[arg(long, value_name = "N", default_value_t = 1024)]
-    max_sessions: usize,
-    /// For tests: how long a session may go unused before it ends, in seconds
-    /// (`SESSION_IDLE_TIME` unless given), so that a test can see one end.
-    #[arg(long, value_name = "SECS", hide = true)]
-    session_idle_secs: Option<u64>,
+    // How `requestState` is signed and kept (chapter 15): input_required.rs's flags.
+    #[command(flatten)]
+    state: input_required::StateFlags,
+    // How many sessions, and how long they last (chapter 16): sessions.rs's flags.
+    #[command(flatten)]
+    sessions: sessions::SessionFlags,
     /// Session streams open at once (chapter 17: a GET in a session, where it hears of
     /// the resources it subscribed to); one more is answered 503. Each holds a thread
     /// and a connection while it is open, `MAX_STREAM_TIME` at most: keep it well below
@@ -947,10 +932,6 @@ struct Args {
     /// resources this server offers.
     #[arg(long, value_name = "N", default_value_t = MAX_SUBSCRIPTIONS, hide = true)]
     max_subscriptions: usize,
-    /// For tests: the key session ids are made with (32 hex digits), so a transcript's
-    /// ids are exact. Without it, one is drawn at random.
-    #[arg(long, value_name = "HEX", value_parser = parse_state_key, hide = true)]
-    fixed_session_key: Option<[u8; 16]>,
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
@@ -977,10 +958,8 @@ struct Catalog {
 
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    input_required::configure(args.state_key, args.fixed_clock, args.max_used_states);
+    input_required::configure(&args.state);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
-    let session_key = args.fixed_session_key.unwrap_or_else(random_key);
-    let idle = args.session_idle_secs.map_or(SESSION_IDLE_TIME, Duration::from_secs);
     let config = Config {
         workers,
         max_body_bytes: args.max_body_bytes,
@@ -996,13 +975,7 @@ fn main() -> std::io::Result<()> {
         resource_templates: resource_templates(),
         prompts: prompts(),
         calls: Calls::new(args.max_running_calls),
-        sessions: if args.stdio {
-            // One client, the process's: its session lasts as long as the process, and its
-            // stream is stdout.
-            Sessions::new(1, None, session_key, 0, args.max_subscriptions)
-        } else {
-            Sessions::new(args.max_sessions, Some(idle), session_key, args.max_streams, args.max_subscriptions)
-        },
+        sessions: args.sessions.sessions(args.stdio, args.max_streams, args.max_subscriptions),
     }));
     let rate_limit = RateLimit::new(args.max_calls_per_minute);
     if args.stdio {

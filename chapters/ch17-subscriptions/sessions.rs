@@ -7,6 +7,8 @@
 //! answer comes back in a POST of its own: the server must know which client sent it,
 //! and hand it to the call of that client still waiting on its stream.
 
+use crate::parse_state_key;
+use crate::random_key;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
@@ -87,6 +89,37 @@ pub struct SessionEntry {
     /// Its own stream, when one is open (chapter 17), and how many it opened.
     pub stream: Option<SessionStream>,
     pub streams: u64,
+}
+
+/// This piece's flags, which `main.rs` takes in with its own (`#[command(flatten)]`).
+#[derive(clap::Args)]
+pub struct SessionFlags {
+    /// Sessions open at once (chapter 16). Opening one more ends the session that has
+    /// been idle longest; its client gets 404 and starts a new one.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_sessions: usize,
+    /// For tests: how long a session may go unused before it ends, in seconds
+    /// (`SESSION_IDLE_TIME` unless given), so that a test can see one end.
+    #[arg(long, value_name = "SECS", hide = true)]
+    pub session_idle_secs: Option<u64>,
+    /// For tests: the key session ids are made with (32 hex digits), so a transcript's
+    /// ids are exact. Without it, one is drawn at random.
+    #[arg(long, value_name = "HEX", value_parser = parse_state_key, hide = true)]
+    pub fixed_session_key: Option<[u8; 16]>,
+}
+
+impl SessionFlags {
+    /// The sessions these flags ask for. Over stdio there is one client, the
+    /// process's: its session lasts as long as the process, and its stream is stdout.
+    pub fn sessions(&self, stdio: bool, max_streams: usize, max_subscriptions: usize) -> Sessions {
+        let key = self.fixed_session_key.unwrap_or_else(random_key);
+        let idle = self.session_idle_secs.map_or(SESSION_IDLE_TIME, Duration::from_secs);
+        if stdio {
+            Sessions::new(1, None, key, 0, max_subscriptions)
+        } else {
+            Sessions::new(self.max_sessions, Some(idle), key, max_streams, max_subscriptions)
+        }
+    }
 }
 
 impl Sessions {
