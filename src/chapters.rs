@@ -1,37 +1,65 @@
-//! The list of chapters: the one place the workbook CLI, the tests and the book's
-//! checks learn which chapters exist.
+//! The list of chapters: the one place the workbook CLI, the tests, the book's checks
+//! and `build.rs` learn which chapters exist.
+//!
+//! `build.rs` includes this file as a module of its own, so it uses the standard
+//! library only.
 
 use std::path::{Path, PathBuf};
 
 /// One chapter: a folder under `chapters/` holding `main.rs` (the server, built as a
-/// binary of the same name), `transcript.md` (its wire truth) and `exercise.rs` (the
-/// learner's copy of `main.rs`, built as `NAME-exercise`).
+/// binary of the same name), `transcript.md` (its wire truth), `exercise.rs` (the
+/// learner's file, built into `NAME-exercise`) and `changes.diff` (what it changed
+/// since the chapter before, generated).
+///
+/// Chapters 1 to 10 are one file each, and the exercise is a copy of `main.rs` with
+/// the chapter's piece left as TODOs. From chapter 11 the server is a small crate:
+/// `main.rs` declares the other files with `mod NAME;` lines, and the piece the
+/// chapter adds is one of them (`piece`); the exercise is a copy of that one file,
+/// and the exercise binary is the chapter's server with `exercise.rs` in its place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Chapter {
     pub number: u8,
     /// Folder and binary name, e.g. `ch01-envelope`.
     pub name: &'static str,
     pub title: &'static str,
+    /// The module a Part III chapter adds (`resources` for `resources.rs`), which its
+    /// exercise stands in for; `None` for a chapter that is one file.
+    pub piece: Option<&'static str>,
 }
 
 pub const CHAPTERS: &[Chapter] = &[
-    Chapter { number: 1, name: "ch01-envelope", title: "The JSON-RPC envelope" },
-    Chapter { number: 2, name: "ch02-handshake", title: "The initialize handshake" },
-    Chapter { number: 3, name: "ch03-tools-list", title: "tools/list: offering tools" },
-    Chapter { number: 4, name: "ch04-tools-call", title: "tools/call: running tools" },
-    Chapter { number: 5, name: "ch05-errors", title: "Errors: three layers of failure" },
-    Chapter { number: 6, name: "ch06-structured-output", title: "Structured output" },
-    Chapter { number: 7, name: "ch07-hardening", title: "Hardening" },
-    Chapter { number: 8, name: "ch08-stateless", title: "Stateless MCP (2026-07-28)" },
-    Chapter { number: 9, name: "ch09-stdio", title: "stdio" },
-    Chapter { number: 10, name: "ch10-starter", title: "The starter" },
-    Chapter { number: 11, name: "ch11-resources", title: "Resources" },
-    Chapter { number: 12, name: "ch12-prompts", title: "Prompts" },
-    Chapter { number: 13, name: "ch13-completion", title: "Completion" },
-    Chapter { number: 14, name: "ch14-streaming", title: "Streaming a call" },
-    Chapter { number: 15, name: "ch15-input-required", title: "input_required: asking the client (2026-07-28)" },
-    Chapter { number: 16, name: "ch16-sessions", title: "Sessions: asking the client mid-call" },
-    Chapter { number: 17, name: "ch17-subscriptions", title: "Subscriptions: the session's own stream" },
+    Chapter { number: 1, name: "ch01-envelope", title: "The JSON-RPC envelope", piece: None },
+    Chapter { number: 2, name: "ch02-handshake", title: "The initialize handshake", piece: None },
+    Chapter { number: 3, name: "ch03-tools-list", title: "tools/list: offering tools", piece: None },
+    Chapter { number: 4, name: "ch04-tools-call", title: "tools/call: running tools", piece: None },
+    Chapter { number: 5, name: "ch05-errors", title: "Errors: three layers of failure", piece: None },
+    Chapter { number: 6, name: "ch06-structured-output", title: "Structured output", piece: None },
+    Chapter { number: 7, name: "ch07-hardening", title: "Hardening", piece: None },
+    Chapter { number: 8, name: "ch08-stateless", title: "Stateless MCP (2026-07-28)", piece: None },
+    Chapter { number: 9, name: "ch09-stdio", title: "stdio", piece: None },
+    Chapter { number: 10, name: "ch10-starter", title: "The starter", piece: None },
+    Chapter { number: 11, name: "ch11-resources", title: "Resources", piece: Some("resources") },
+    Chapter { number: 12, name: "ch12-prompts", title: "Prompts", piece: Some("prompts") },
+    Chapter { number: 13, name: "ch13-completion", title: "Completion", piece: Some("completion") },
+    Chapter { number: 14, name: "ch14-streaming", title: "Streaming a call", piece: Some("streaming") },
+    Chapter {
+        number: 15,
+        name: "ch15-input-required",
+        title: "input_required: asking the client (2026-07-28)",
+        piece: Some("input_required"),
+    },
+    Chapter {
+        number: 16,
+        name: "ch16-sessions",
+        title: "Sessions: asking the client mid-call",
+        piece: Some("sessions"),
+    },
+    Chapter {
+        number: 17,
+        name: "ch17-subscriptions",
+        title: "Subscriptions: the session's own stream",
+        piece: Some("subscriptions"),
+    },
 ];
 
 impl Chapter {
@@ -49,9 +77,31 @@ impl Chapter {
         self.folder().join("main.rs")
     }
 
-    /// The learner's file, `exercise.rs`: `main.rs` with the chapter's piece left as TODOs.
+    /// The learner's file, `exercise.rs`: a copy of `main.rs`, or of the chapter's piece,
+    /// with the piece's decisions left as TODOs.
     pub fn exercise_path(&self) -> PathBuf {
         self.folder().join("exercise.rs")
+    }
+
+    /// The file the exercise is a copy of: the piece's file, or `main.rs`.
+    pub fn exercise_counterpart(&self) -> PathBuf {
+        match self.piece {
+            Some(piece) => self.folder().join(format!("{piece}.rs")),
+            None => self.solution_path(),
+        }
+    }
+
+    /// The chapter's step as a diff against the chapter before it (none for chapter 1).
+    pub fn changes_path(&self) -> PathBuf {
+        self.folder().join("changes.diff")
+    }
+
+    /// The server's source files, in the order of its map: `main.rs`, then each file
+    /// a `mod NAME;` line of `main.rs` declares, in the order of those lines. Paths are
+    /// relative to the chapter's folder.
+    pub fn source_files(&self) -> std::io::Result<Vec<String>> {
+        let main = std::fs::read_to_string(self.solution_path())?;
+        Ok(std::iter::once("main.rs".to_string()).chain(modules(&main).map(|name| format!("{name}.rs"))).collect())
     }
 
     /// The exercise's binary: `ch01-envelope-exercise`.
@@ -67,6 +117,35 @@ pub fn find(query: &str) -> Option<&'static Chapter> {
         return CHAPTERS.iter().find(|c| c.number == number);
     }
     CHAPTERS.iter().find(|c| c.name == query)
+}
+
+/// The modules a crate root declares in files of their own: its `mod NAME;` lines.
+pub fn modules(root: &str) -> impl Iterator<Item = &str> {
+    root.lines().filter_map(|line| line.strip_prefix("mod ")?.strip_suffix(';')).map(str::trim)
+}
+
+/// The root of a Part III exercise binary, which `build.rs` writes: the chapter's
+/// `main.rs` with every module found at its path in the chapter's folder, and the
+/// chapter's piece found in `exercise.rs` instead. (The root lives in cargo's `OUT_DIR`,
+/// so a path relative to the chapter would not do; and it is included with `include!`,
+/// which takes no `//!` lines, so those become `//` lines.)
+pub fn exercise_root(chapter: &Chapter, main: &str) -> String {
+    let folder = chapter.folder();
+    let mut root = String::new();
+    for line in main.lines() {
+        if let Some(doc) = line.strip_prefix("//!") {
+            root.push_str("//");
+            root.push_str(doc);
+        } else if let Some(module) = modules(line).next() {
+            let file = if Some(module) == chapter.piece { "exercise".to_string() } else { module.to_string() };
+            let path = folder.join(format!("{file}.rs")).display().to_string();
+            root.push_str(&format!("#[path = {path:?}]\nmod {module};"));
+        } else {
+            root.push_str(line);
+        }
+        root.push('\n');
+    }
+    root
 }
 
 /// The workbook's top folder (where `Cargo.toml` is).
@@ -85,5 +164,22 @@ mod tests {
         assert_eq!(find("ch02").map(|c| c.name), Some("ch02-handshake"));
         assert_eq!(find("ch01-envelope").map(|c| c.number), Some(1));
         assert_eq!(find("99"), None);
+    }
+
+    #[test]
+    fn an_exercise_root_takes_the_piece_from_the_exercise() {
+        let chapter = Chapter { number: 11, name: "ch11-resources", title: "Resources", piece: Some("resources") };
+        let main = "//! The map.\nuse std::io;\nmod jsonrpc;\nmod resources;\nfn main() {}\n";
+        let root = exercise_root(&chapter, main);
+        let path = |file: &str| format!("{:?}", chapter.folder().join(file).display().to_string());
+        assert_eq!(
+            root,
+            format!(
+                "// The map.\nuse std::io;\n#[path = {}]\nmod jsonrpc;\n#[path = {}]\nmod resources;\nfn main() {{}}\n",
+                path("jsonrpc.rs"),
+                path("exercise.rs")
+            )
+        );
+        assert_eq!(modules(main).collect::<Vec<_>>(), ["jsonrpc", "resources"]);
     }
 }

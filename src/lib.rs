@@ -8,10 +8,12 @@
 //! - [`check`]: the learner's check: the replay, told in plain words.
 //! - [`chapters`]: which chapters exist.
 //! - [`starter`]: chapter 10 written out as a crate of your own.
+//! - [`steps`]: what each chapter changed since the one before, as a diff.
 
 pub mod chapters;
 pub mod check;
 pub mod http;
 pub mod replay;
 pub mod starter;
+pub mod steps;
 pub mod transcript;

@@ -6,7 +6,8 @@
 //!                                     the chapter's transcript and say what to fix
 //! cargo run -- check 3 --solution     the same against the chapter's own server
 //! cargo run -- check 3 --url U        the same against a server you started yourself
-//! cargo run -- bless 3                rewrite chapter 3's transcript from what it answers now
+//! cargo run -- bless 3                rewrite chapter 3's transcript from what it answers now,
+//!                                     and the steps (changes.diff) of chapters 3 and 4
 //! cargo run -- starter DIR            write the starter (chapter 10) as a new crate in DIR
 //! cargo run -- starter --full DIR     the same from the last chapter: the whole protocol
 //! ```
@@ -24,6 +25,7 @@ use mcp_workbook::chapters::{self, Chapter};
 use mcp_workbook::check::{self, Target};
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::starter;
+use mcp_workbook::steps;
 use mcp_workbook::transcript::{self, Transcript};
 
 #[derive(Parser)]
@@ -48,7 +50,8 @@ enum Action {
         #[arg(long)]
         url: Option<String>,
     },
-    /// Rewrite a chapter's transcript with the responses its server gives now.
+    /// Rewrite a chapter's transcript with the responses its server gives now, and its
+    /// step (`changes.diff`) and the next chapter's from the code as it is now.
     /// Review the change with `git diff` before committing it.
     Bless {
         /// Chapter number or name.
@@ -206,16 +209,29 @@ fn bless(chapter: &Chapter) -> Result<bool, String> {
         blessed = transcript::replace_stdout(&blessed, &recorded).map_err(|e| e.to_string())?;
     }
     let path = chapter.transcript_path();
-    std::fs::write(&path, &blessed).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let changed = blessed != text;
-    println!("{} {}", if changed { "rewrote" } else { "unchanged:" }, path.display());
+    write_reporting(&path, &text, &blessed)?;
+    // This chapter's step, and the next one's, which starts from this chapter's code.
+    let next = chapters::CHAPTERS.iter().find(|c| c.number == chapter.number + 1);
+    for chapter in std::iter::once(chapter).chain(next) {
+        let Some(previous) = chapters::CHAPTERS.iter().find(|c| c.number + 1 == chapter.number) else { continue };
+        let path = chapter.changes_path();
+        let diff = steps::changes(previous, chapter).map_err(|e| format!("{}: {e}", chapter.name))?;
+        write_reporting(&path, &std::fs::read_to_string(&path).unwrap_or_default(), &diff)?;
+    }
     Ok(true)
 }
 
+/// Write `new` to `path` and say whether it differs from `old`, what the file held.
+fn write_reporting(path: &Path, old: &str, new: &str) -> Result<(), String> {
+    std::fs::write(path, new).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("{} {}", if new != old { "rewrote" } else { "unchanged:" }, path.display());
+    Ok(())
+}
+
 fn write_starter(dir: &Path, name: Option<&str>, chapter: &str) -> Result<bool, String> {
-    let name = starter::write(dir, name, chapter)?;
+    let (name, files) = starter::write(dir, name, chapter)?;
     println!("wrote the starter crate {name:?} to {} (from {chapter})", dir.display());
-    println!("  Cargo.toml  Cargo.lock  src/main.rs  src/http.rs  .gitignore\n");
+    println!("  {}\n", files.join("  "));
     println!("next:");
     println!("  cd {}", dir.display());
     println!("  cargo run                  # serves http://127.0.0.1:8080/mcp");

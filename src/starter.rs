@@ -2,17 +2,18 @@
 //! the last chapter, which has the whole protocol the book teaches (resources, prompts,
 //! completion, streamed calls, asking the user).
 //!
-//! The new crate holds five files and depends on the workbook's four crates only:
+//! The new crate depends on the workbook's four crates only, and holds these files:
 //!
 //! | file | from |
 //! |---|---|
 //! | `Cargo.toml` | the workbook's `edition`, `rust-version` and `[dependencies]` lines, as they stand |
 //! | `Cargo.lock` | the workbook's, so the copy builds with the versions already in the local cargo cache |
 //! | `src/main.rs` | `chapters/ch10-starter/main.rs` (or the last chapter's), its one line `use mcp_workbook::http;` now `mod http;` |
+//! | `src/NAME.rs` | the full starter only: the last chapter's other files, which its `main.rs` declares (`mod NAME;`) |
 //! | `src/http.rs` | the workbook's `src/http.rs` (std and `tiny_http` only) |
 //! | `.gitignore` | `/target` |
 //!
-//! Both Rust files lose their `// ANCHOR:` lines: they mark what the book shows and
+//! The Rust files lose their `// ANCHOR:` lines: they mark what the book shows and
 //! mean nothing in your crate. Nothing else changes, so what you copy is what the
 //! tests replayed (`tests/starter_copy.rs` builds both copies and replays each
 //! chapter's transcript against its copy).
@@ -41,7 +42,7 @@ pub const DEPENDENCIES: &[&str] = &["clap", "serde", "serde_json", "tiny_http"];
 /// One file of the new crate: where it goes (relative to the crate) and what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct File {
-    pub path: &'static str,
+    pub path: String,
     pub contents: String,
 }
 
@@ -50,19 +51,31 @@ pub struct File {
 pub fn files(name: &str, chapter: &str) -> Result<Vec<File>, String> {
     let root = workbook_root();
     let read = |path: &str| fs::read_to_string(root.join(path)).map_err(|e| format!("cannot read {path}: {e}"));
-    let manifest = read("Cargo.toml")?;
-    Ok(vec![
-        File { path: "Cargo.toml", contents: manifest_for(name, &manifest)? },
-        File { path: "Cargo.lock", contents: read("Cargo.lock")? },
-        File { path: "src/main.rs", contents: main_for_copy(chapter, &read(&format!("chapters/{chapter}/main.rs"))?)? },
-        File { path: "src/http.rs", contents: without_anchors(&read("src/http.rs")?) },
-        File { path: ".gitignore", contents: "/target\n".to_string() },
-    ])
+    let file = |path: &str, contents: String| File { path: path.to_string(), contents };
+    let source_files = CHAPTERS
+        .iter()
+        .find(|c| c.name == chapter)
+        .ok_or_else(|| format!("no chapter named {chapter}"))?
+        .source_files()
+        .map_err(|e| format!("cannot read chapters/{chapter}/main.rs: {e}"))?;
+    let mut files = vec![
+        file("Cargo.toml", manifest_for(name, &read("Cargo.toml")?)?),
+        file("Cargo.lock", read("Cargo.lock")?),
+        file("src/main.rs", main_for_copy(chapter, &read(&format!("chapters/{chapter}/main.rs"))?)?),
+    ];
+    for module in source_files.iter().filter(|file| *file != "main.rs") {
+        let source = read(&format!("chapters/{chapter}/{module}"))?;
+        files.push(file(&format!("src/{module}"), module_for_copy(chapter, module, &source)?));
+    }
+    files.push(file("src/http.rs", without_anchors(&read("src/http.rs")?)));
+    files.push(file(".gitignore", "/target\n".to_string()));
+    Ok(files)
 }
 
 /// Write the starter crate made from `chapter` into `dir`, which must not exist or be
-/// empty. The crate is named `name`, or after the folder. Returns the crate's name.
-pub fn write(dir: &Path, name: Option<&str>, chapter: &str) -> Result<String, String> {
+/// empty. The crate is named `name`, or after the folder. Returns the crate's name and
+/// the paths of its files.
+pub fn write(dir: &Path, name: Option<&str>, chapter: &str) -> Result<(String, Vec<String>), String> {
     let name = match name {
         Some(name) => name.to_string(),
         None => dir
@@ -75,13 +88,14 @@ pub fn write(dir: &Path, name: Option<&str>, chapter: &str) -> Result<String, St
     if dir.exists() && fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?.next().is_some() {
         return Err(format!("{} exists and is not empty: choose a new folder", dir.display()));
     }
-    for file in files(&name, chapter)? {
-        let path: PathBuf = dir.join(file.path);
+    let files = files(&name, chapter)?;
+    for file in &files {
+        let path: PathBuf = dir.join(&file.path);
         fs::create_dir_all(path.parent().expect("a file has a folder"))
             .and_then(|()| fs::write(&path, &file.contents))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
-    Ok(name)
+    Ok((name, files.into_iter().map(|file| file.path).collect()))
 }
 
 /// A name cargo takes for a package and its binary: a letter, then letters,
@@ -105,14 +119,21 @@ pub fn main_for_copy(chapter: &str, source: &str) -> Result<String, String> {
     if lines.len() != 1 {
         return Err(format!("{chapter}/main.rs must hold the line `{IMPORT_IN_WORKBOOK}` exactly once"));
     }
-    let copy = without_anchors(source).replacen(IMPORT_IN_WORKBOOK, IMPORT_IN_COPY, 1);
+    module_for_copy(chapter, "main.rs", &source.replacen(IMPORT_IN_WORKBOOK, IMPORT_IN_COPY, 1))
+}
+// ANCHOR_END: rewrite
+
+/// One of the chapter's other files as the copy's `src/NAME.rs`: as it is, without
+/// anchors. It reaches the HTTP base as `crate::http`, which is the workbook's base in
+/// the workbook (through `main.rs`'s import) and the crate's own module in the copy.
+fn module_for_copy(chapter: &str, file: &str, source: &str) -> Result<String, String> {
+    let copy = without_anchors(source);
     if let Some(line) = copy.lines().find(|line| !line.trim_start().starts_with("//") && line.contains("mcp_workbook"))
     {
-        return Err(format!("{chapter}/main.rs uses the workbook beyond its HTTP base: {line:?}"));
+        return Err(format!("{chapter}/{file} uses the workbook beyond its HTTP base: {line:?}"));
     }
     Ok(copy)
 }
-// ANCHOR_END: rewrite
 
 /// The copy's `Cargo.toml`: its own name, the workbook's edition and
 /// `rust-version`, and the workbook's `[dependencies]` lines as they stand.
@@ -213,8 +234,21 @@ clap = { version = \"4\", features = [\"derive\"] }\nserde = \"1\"\nserde_json =
 
     fn the_real_chapter_makes_a_starter(chapter: &str) {
         let files = files("my-server", chapter).unwrap();
-        let paths: Vec<&str> = files.iter().map(|f| f.path).collect();
-        assert_eq!(paths, ["Cargo.toml", "Cargo.lock", "src/main.rs", "src/http.rs", ".gitignore"]);
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let modules: Vec<String> = CHAPTERS
+            .iter()
+            .find(|c| c.name == chapter)
+            .unwrap()
+            .source_files()
+            .unwrap()
+            .into_iter()
+            .skip(1)
+            .map(|file| format!("src/{file}"))
+            .collect();
+        let mut expected = vec!["Cargo.toml", "Cargo.lock", "src/main.rs"];
+        expected.extend(modules.iter().map(String::as_str));
+        expected.extend(["src/http.rs", ".gitignore"]);
+        assert_eq!(paths, expected);
         for file in &files {
             assert!(!file.contents.contains("ANCHOR"), "{} keeps an anchor", file.path);
         }

@@ -1,8 +1,8 @@
 //! The author checks for the workshop exercises (`chapters/*/exercise.rs`):
 //! - every exercise fails its chapter's check, so its TODO is real;
 //! - every chapter passes the same check, so the check is fair;
-//! - every exercise is its chapter's `main.rs` outside its TODO regions, so the two
-//!   cannot drift apart;
+//! - every exercise is its chapter's `main.rs` (from chapter 11, the file of the piece
+//!   the chapter adds) outside its TODO regions, so the two cannot drift apart;
 //! - every exchange has a hint, and the exercises are exactly the chapters.
 //!
 //! A learner who solves an exercise in place will see the first of these fail: that
@@ -134,12 +134,16 @@ fn same_outside_todos(exercise: &str, main: &str) -> Result<(), String> {
 fn exercise_matches_its_chapter(name: &str) {
     let chapter = chapters::find(name).unwrap();
     let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let (exercise, main) = (read(&chapter.exercise_path()), read(&chapter.solution_path()));
-    assert!(!main.contains("// TODO") && !main.contains("todo!("), "{}/main.rs has a TODO left", chapter.name);
-    if let Err(problem) = same_outside_todos(&exercise, &main) {
+    for file in chapter.source_files().unwrap() {
+        let source = read(&chapter.folder().join(&file));
+        assert!(!source.contains("// TODO") && !source.contains("todo!("), "{}/{file} has a TODO left", chapter.name);
+    }
+    let counterpart = chapter.exercise_counterpart();
+    let file = counterpart.file_name().unwrap().to_string_lossy();
+    if let Err(problem) = same_outside_todos(&read(&chapter.exercise_path()), &read(&counterpart)) {
         panic!(
-            "{}: the exercise must be main.rs with only its TODO regions changed, but {problem}.\n\
-             A change to main.rs goes into exercise.rs too.",
+            "{}: the exercise must be {file} with only its TODO regions changed, but {problem}.\n\
+             A change to {file} goes into exercise.rs too.",
             chapter.name
         );
     }
@@ -184,9 +188,16 @@ macro_rules! exercise_tests {
                 .collect();
             let expected: Vec<String> = CHAPTERS.iter().map(|c| c.exercise_binary()).collect();
             assert_eq!(binaries, expected, "the exercise [[bin]]s in Cargo.toml and chapters::CHAPTERS differ");
+            // A chapter of one file builds its exercise alone; from chapter 11 the
+            // exercise binary is the chapter with exercise.rs in place of its piece
+            // (build.rs).
             for chapter in CHAPTERS {
-                let path = format!("path = \"chapters/{}/exercise.rs\"", chapter.name);
-                assert!(manifest.contains(&path), "Cargo.toml has no [[bin]] with {path}");
+                let path = match chapter.piece {
+                    None => format!("chapters/{}/exercise.rs", chapter.name),
+                    Some(_) => format!("src/exercise_roots/{}.rs", chapter.name),
+                };
+                let bin = format!("name = \"{}\"\npath = \"{path}\"\n", chapter.exercise_binary());
+                assert!(manifest.contains(&bin), "Cargo.toml has no [[bin]] with {bin}");
             }
         }
     };

@@ -1,10 +1,18 @@
-//! Chapter 16's sessions where a transcript cannot show them: a client acts once while
-//! a transcript's stream comes in, so it cannot send a wrong answer and then the right
-//! one to the same waiting call. Here a second client tries to answer the first
-//! client's question, and the first client then answers it.
+//! Sessions (chapter 16, carried by 17) where a transcript cannot show them:
+//! - an answer counts only in the session that was asked: a client acts once while a
+//!   transcript's stream comes in, so it cannot send a wrong answer and then the right
+//!   one to the same waiting call. Here a second client tries to answer the first
+//!   client's question, and the first client then answers it;
+//! - opening one more session than `--max-sessions` ends the one idle longest, not the
+//!   oldest: chapter 16's transcript shows a session ended to make room, but the one it
+//!   ends is both (checked in chapters 16 and 17);
+//! - a session idle too long ends (`SESSION_IDLE_TIME`, half an hour; the hidden flag
+//!   `--session-idle-secs` makes it a second), in chapters 16 and 17.
 
 use std::io::Read;
+use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use mcp_workbook::replay::{self, RunningServer};
 use serde_json::{Value, json};
@@ -14,6 +22,7 @@ mod session_client;
 use session_client::{open_session, post, read_until};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch16-sessions");
+const IN_SESSIONS: &[&str] = &[env!("CARGO_BIN_EXE_ch16-sessions"), env!("CARGO_BIN_EXE_ch17-subscriptions")];
 
 #[test]
 fn an_answer_counts_only_in_the_session_that_was_asked() {
@@ -43,4 +52,41 @@ fn an_answer_counts_only_in_the_session_that_was_asked() {
     let result: Value = serde_json::from_str(&events.last().unwrap().data).unwrap();
     assert_eq!(result["id"], 2);
     assert_eq!(result["result"]["content"][0]["text"], "Payroll approved by the user and run for this week.");
+}
+
+/// A `ping` in `session`: the answer's status (404 once the session has ended).
+fn ping(address: SocketAddr, session: &str) -> u16 {
+    let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" });
+    replay::send(address, &post(Some(session), &ping)).expect("the ping is answered").status
+}
+
+#[test]
+fn opening_one_session_too_many_ends_the_one_idle_longest() {
+    for binary in IN_SESSIONS {
+        let server = RunningServer::start(Path::new(binary), &["--max-sessions".into(), "2".into()]).unwrap();
+        let first = open_session(server.address, json!({}));
+        let second = open_session(server.address, json!({}));
+        // The first, opened first, is used again: now the second is the one idle longest.
+        assert_eq!(ping(server.address, &first), 200, "{binary}");
+        let third = open_session(server.address, json!({}));
+        assert_eq!(ping(server.address, &second), 404, "{binary}: the session idle longest made room");
+        assert_eq!(ping(server.address, &first), 200, "{binary}: the oldest session, used lately, goes on");
+        assert_eq!(ping(server.address, &third), 200, "{binary}");
+    }
+}
+
+#[test]
+fn a_session_idle_too_long_ends() {
+    for binary in IN_SESSIONS {
+        let args = ["--session-idle-secs".into(), "1".into()];
+        let server = RunningServer::start(Path::new(binary), &args).unwrap();
+        // `initialize` alone opens the session: one request, so that no other has to come
+        // within the second.
+        let params = json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "test", "version": "1" } });
+        let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params });
+        let opened = replay::send(server.address, &post(None, &initialize)).unwrap();
+        let session = opened.header("Mcp-Session-Id").expect("a session").to_string();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(ping(server.address, &session), 404, "{binary}: the session outlived its idle time");
+    }
 }

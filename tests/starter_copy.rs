@@ -61,8 +61,16 @@ fn copy_build_and_replay(scratch: &Scratch, name: &str, flags: &[&str], chapter:
     for file in ["Cargo.toml", "Cargo.lock", "src/main.rs", "src/http.rs", ".gitignore"] {
         assert!(copy.join(file).is_file(), "the copy has no {file}");
     }
-    let main = std::fs::read_to_string(copy.join("src/main.rs")).unwrap();
-    assert!(!main.contains("mcp_workbook"), "the copy still reaches into the workbook");
+    let sources: Vec<PathBuf> = std::fs::read_dir(copy.join("src")).unwrap().map(|e| e.unwrap().path()).collect();
+    for source in &sources {
+        let text = std::fs::read_to_string(source).unwrap();
+        assert!(!text.contains("mcp_workbook"), "{} still reaches into the workbook", source.display());
+    }
+    if flags.contains(&"--full") {
+        // The full starter is a crate of several files: main.rs with the map, the layers
+        // and pieces, and the HTTP base.
+        assert!(sources.len() >= 4, "the full starter has only {} files in src/", sources.len());
+    }
 
     // 2. It builds offline, on its own, without a warning.
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

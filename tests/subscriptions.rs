@@ -2,7 +2,10 @@
 //! one session's stream at a time, in one era. Here a stream ends when its session is
 //! ended to make room (`--max-sessions`), two subscribed sessions each hear a change on
 //! their own stream, and a change made by a 2026-07-28 call reaches a handshake-era
-//! subscriber.
+//! subscriber. And a session's subscriptions are bounded: this server has five
+//! resources, fewer than `MAX_SUBSCRIPTIONS` (16), so the hidden flag
+//! `--max-subscriptions` lowers the bound to two for the test to reach it. (One stream
+//! per session, and `--max-streams` in all, are in the transcript.)
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
@@ -97,4 +100,31 @@ fn every_subscribed_session_hears_on_its_own_stream_whoever_made_the_change() {
         assert_eq!(heard.len(), 1, "{heard:?}");
         assert_eq!(heard[0]["params"]["uri"], LAST_RUN);
     }
+}
+
+/// `resources/subscribe` or `resources/unsubscribe` of `uri` in `session`: the answer.
+fn subscription(address: SocketAddr, session: &str, method: &str, uri: &str) -> Value {
+    let body = json!({ "jsonrpc": "2.0", "id": 2, "method": method, "params": { "uri": uri } });
+    let answer = replay::send(address, &post(Some(session), &body)).expect("the request is answered");
+    serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("{e}: {}", answer.body))
+}
+
+#[test]
+fn a_session_subscribes_to_a_bounded_number_of_resources() {
+    let server = RunningServer::start(Path::new(BINARY), &["--max-subscriptions".into(), "2".into()]).unwrap();
+    let subscribe = |session: &str, uri: &str| subscription(server.address, session, "resources/subscribe", uri);
+    let session = open_session(server.address, json!({}));
+    for uri in ["docs://pay-rules", "images://logo.png", "docs://pay-rules"] {
+        assert_eq!(subscribe(&session, uri)["result"], json!({}), "{uri}: a subscription again counts once");
+    }
+    let refused = subscribe(&session, LAST_RUN);
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("subscribed to 2 resources"), "{refused}");
+
+    // Unsubscribing makes room; and another session has a bound of its own.
+    let unsubscribed = subscription(server.address, &session, "resources/unsubscribe", "docs://pay-rules");
+    assert_eq!(unsubscribed["result"], json!({}));
+    assert_eq!(subscribe(&session, LAST_RUN)["result"], json!({}));
+    let other = open_session(server.address, json!({}));
+    assert_eq!(subscribe(&other, "docs://pay-rules")["result"], json!({}));
 }

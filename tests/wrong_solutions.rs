@@ -4,12 +4,12 @@
 //! They live in `tests/wrong_solutions/chNN-*.md`, one file per chapter, one `###`
 //! section per solution: a sentence on the mistake, the exchanges that must catch it
 //! (`fails: <exchange title>`, one line each; `passes` for a valid variant), and the
-//! mistake itself as a small patch of the chapter's `main.rs`, in a `diff` block
-//! (lines starting with ` `, `-`, `+`; hunks apart with `@@`). A hunk's old lines are
-//! found in `main.rs` by their text, spaces at either end aside, and must be found
-//! exactly once; a blank line in the block is a blank context line. So a patch keeps
-//! applying while `main.rs` moves around it, and fails loudly when the lines it changes
-//! are gone.
+//! mistake itself as a small patch of the chapter's server, in a `diff` block (lines
+//! starting with ` `, `-`, `+`; hunks apart with `@@`). A hunk's old lines are found in
+//! the chapter's source files (`main.rs`, and from chapter 11 the files it declares) by
+//! their text, spaces at either end aside, and must be found exactly once among them;
+//! a blank line in the block is a blank context line. So a patch keeps applying while
+//! the code moves around it, and fails loudly when the lines it changes are gone.
 //!
 //! **Why this design: one binary per chapter.** Building a binary per wrong solution
 //! would be dozens of links on a two-core machine. Instead each chapter gets one
@@ -111,22 +111,48 @@ fn parse_solutions(text: &str) -> Result<Vec<Solution>, String> {
     Ok(solutions)
 }
 
-/// `source` with `hunks` applied, or why they do not apply.
-fn apply(source: &str, hunks: &[Vec<String>]) -> Result<String, String> {
-    let mut lines: Vec<String> = source.lines().map(str::to_string).collect();
+/// One source file of a chapter: its path in the chapter's folder, and its text.
+type Source = (String, String);
+
+/// The chapter's source files, as `Chapter::source_files` names them.
+fn sources_of(chapter: &Chapter) -> Result<Vec<Source>, String> {
+    let files = chapter.source_files().map_err(|e| format!("{}: {e}", chapter.name))?;
+    files
+        .into_iter()
+        .map(|file| {
+            let path = chapter.folder().join(&file);
+            std::fs::read_to_string(&path).map(|text| (file, text)).map_err(|e| format!("{}: {e}", path.display()))
+        })
+        .collect()
+}
+
+/// `sources` with `hunks` applied, each to the one file that holds its old lines, or
+/// why they do not apply.
+fn apply(sources: &[Source], hunks: &[Vec<String>]) -> Result<Vec<Source>, String> {
+    let mut files: Vec<(String, Vec<String>)> =
+        sources.iter().map(|(file, text)| (file.clone(), text.lines().map(str::to_string).collect())).collect();
     for hunk in hunks {
         // The lines the hunk expects (context and removed), and what it puts instead.
         let old: Vec<&str> = hunk.iter().filter(|l| !l.starts_with('+')).map(|l| l.get(1..).unwrap_or("")).collect();
-        let starts: Vec<usize> = (0..=lines.len().saturating_sub(old.len()))
-            .filter(|&at| old.iter().enumerate().all(|(i, want)| lines[at + i].trim() == want.trim()))
+        let starts: Vec<(usize, usize)> = files
+            .iter()
+            .enumerate()
+            .flat_map(|(index, (_, lines))| {
+                (0..=lines.len().saturating_sub(old.len()))
+                    .filter(|&at| old.iter().enumerate().all(|(i, want)| lines[at + i].trim() == want.trim()))
+                    .map(move |at| (index, at))
+            })
             .collect();
-        let [at] = starts[..] else {
+        let [(index, at)] = starts[..] else {
+            let names: Vec<&str> = files.iter().map(|(file, _)| file.as_str()).collect();
             return Err(format!(
-                "a hunk's old lines are found {} times in main.rs, not once:\n{}",
+                "a hunk's old lines are found {} times in {}, not once:\n{}",
                 starts.len(),
+                names.join(", "),
                 old.join("\n")
             ));
         };
+        let lines = &mut files[index].1;
         let mut new = Vec::new();
         let mut kept = at;
         for line in hunk {
@@ -141,7 +167,7 @@ fn apply(source: &str, hunks: &[Vec<String>]) -> Result<String, String> {
         }
         lines.splice(at..at + old.len(), new);
     }
-    Ok(lines.join("\n") + "\n")
+    Ok(files.into_iter().map(|(file, lines)| (file, lines.join("\n") + "\n")).collect())
 }
 
 /// Which bytes of Rust source are code: not in a comment, a string or a character.
@@ -299,10 +325,10 @@ fn skeleton(source: &str, functions: &[Function]) -> String {
 }
 
 /// What one chapter's solutions compile to: the chapter's binary with its switches,
-/// and the sources of the solutions that need a binary of their own.
+/// and the sources of the solutions that need a binary of their own (by name).
 struct Generated {
-    switched: String,
-    own_binaries: Vec<(String, String)>,
+    switched: Vec<Source>,
+    own_binaries: Vec<(String, Vec<Source>)>,
 }
 
 /// The module every switched binary gets: which solution runs.
@@ -328,53 +354,77 @@ mod wrong_solution {
 "#;
 
 fn generate(chapter: &Chapter, solutions: &[Solution]) -> Result<Generated, String> {
-    let main = std::fs::read_to_string(chapter.solution_path()).map_err(|e| e.to_string())?;
-    let originals = functions(&main);
-    let shape = skeleton(&main, &originals);
-    // For each function, the bodies the solutions give it that differ from its own.
-    let mut bodies: BTreeMap<usize, Vec<(&Solution, String)>> = BTreeMap::new();
-    let mut own_binaries = Vec::new();
+    let sources = sources_of(chapter)?;
+    let originals: Vec<Vec<Function>> = sources.iter().map(|(_, text)| functions(text)).collect();
+    let shapes: Vec<String> = sources.iter().zip(&originals).map(|((_, text), f)| skeleton(text, f)).collect();
+    // For each function (file, index), the bodies the solutions give it that differ from its own.
+    let mut bodies: BTreeMap<(usize, usize), Vec<(&Solution, String)>> = BTreeMap::new();
+    let mut own_binaries: Vec<(String, Vec<Source>)> = Vec::new();
     for solution in solutions {
         let where_ = || format!("{} line {}, {}", solutions_path(chapter).display(), solution.line, solution.name);
-        let patched = apply(&main, &solution.hunks).map_err(|e| format!("{}: {e}", where_()))?;
-        let changed = functions(&patched);
-        let same_shape = changed.len() == originals.len()
-            && changed.iter().zip(&originals).all(|(a, b)| a.name == b.name)
-            && skeleton(&patched, &changed) == shape;
+        let patched = apply(&sources, &solution.hunks).map_err(|e| format!("{}: {e}", where_()))?;
+        let changed: Vec<Vec<Function>> = patched.iter().map(|(_, text)| functions(text)).collect();
+        let same_shape =
+            patched.iter().zip(&changed).zip(originals.iter().zip(&shapes)).all(|(((_, text), new), (old, shape))| {
+                new.len() == old.len()
+                    && new.iter().zip(old).all(|(a, b)| a.name == b.name)
+                    && skeleton(text, new) == *shape
+            });
         if !same_shape {
-            let name = format!("{}--{}", chapter.name, solution.name);
-            own_binaries.push((name, format!("#![allow(warnings)]\n{patched}")));
+            let allowed = patched.into_iter().map(|(file, text)| (file, format!("#![allow(warnings)]\n{text}")));
+            own_binaries.push((format!("{}--{}", chapter.name, solution.name), allowed.collect()));
             continue;
         }
         let mut differs = false;
-        for (index, (new, old)) in changed.iter().zip(&originals).enumerate() {
-            let body = &patched[new.body.clone()];
-            if body != &main[old.body.clone()] {
-                bodies.entry(index).or_default().push((solution, body.to_string()));
-                differs = true;
+        for (file, ((_, text), new)) in patched.iter().zip(&changed).enumerate() {
+            for (index, (new, old)) in new.iter().zip(&originals[file]).enumerate() {
+                let body = &text[new.body.clone()];
+                if body != &sources[file].1[old.body.clone()] {
+                    bodies.entry((file, index)).or_default().push((solution, body.to_string()));
+                    differs = true;
+                }
             }
         }
         if !differs {
             return Err(format!("{}: the patch changes nothing", where_()));
         }
     }
-    // Rebuild main.rs from the end, so that byte ranges stay true.
-    let mut switched = main.clone();
-    for (index, variants) in bodies.iter().rev() {
-        let body = originals[*index].body.clone();
+    // Rebuild each file from its end, so that byte ranges stay true.
+    let mut switched = sources.clone();
+    for ((file, index), variants) in bodies.iter().rev() {
+        let original = &sources[*file].1;
+        let body = originals[*file][*index].body.clone();
         let mut arms = String::from("{\n    match crate::wrong_solution::chosen() {\n");
         for (solution, variant) in variants {
             arms.push_str(&format!("        // {}\n        {:?} => {variant}\n", solution.name, solution.name));
         }
-        arms.push_str(&format!("        _ => {}\n    }}\n}}", &main[body.clone()]));
-        switched.replace_range(body, &arms);
+        arms.push_str(&format!("        _ => {}\n    }}\n}}", &original[body.clone()]));
+        switched[*file].1.replace_range(body, &arms);
     }
-    if switched.matches("Args::parse()").count() != 1 {
+    // A patch may use any item of the chapter's other files, as a learner's edit could
+    // once it adds the import: every file of a chapter of several sees them all.
+    if switched.len() > 1 {
+        let see_the_others = |files: &mut Vec<Source>| {
+            let modules: Vec<String> =
+                files.iter().map(|(file, _)| file.trim_end_matches(".rs").replace("main", "crate")).collect();
+            for (file, source) in files.iter_mut() {
+                let own = file.trim_end_matches(".rs").replace("main", "crate");
+                for module in modules.iter().filter(|module| **module != own) {
+                    let path = if module == "crate" { "crate".to_string() } else { format!("crate::{module}") };
+                    source.push_str(&format!("#[allow(unused_imports)]\nuse {path}::*;\n"));
+                }
+            }
+        };
+        see_the_others(&mut switched);
+        own_binaries.iter_mut().for_each(|(_, files)| see_the_others(files));
+    }
+    let main = &mut switched[0].1;
+    if main.matches("Args::parse()").count() != 1 {
         return Err(format!("{}: main.rs must call `Args::parse()` once", chapter.name));
     }
-    let switched = format!(
+    *main = format!(
         "#![allow(warnings)]\n{}\n{SWITCH}",
-        switched.replace("Args::parse()", "Args::parse_from(crate::wrong_solution::args())")
+        main.replace("Args::parse()", "Args::parse_from(crate::wrong_solution::args())")
     );
     Ok(Generated { switched, own_binaries })
 }
@@ -416,14 +466,18 @@ fn build_all() -> &'static Result<PathBuf, String> {
             .and_then(|rest| rest.split("\n[").next())
             .ok_or("no [dependencies] in Cargo.toml")?
             .to_string();
+        // Each binary is a folder: its main.rs, and the files main.rs declares.
         let mut bins = String::new();
         for chapter in CHAPTERS {
             let generated = generate(chapter, &load_solutions(chapter))?;
-            let mut sources = vec![(chapter.name.to_string(), generated.switched)];
-            sources.extend(generated.own_binaries);
-            for (name, source) in sources {
-                write_if_changed(&dir.join(format!("{name}.rs")), &source);
-                bins.push_str(&format!("\n[[bin]]\nname = {name:?}\npath = \"{name}.rs\"\n"));
+            let mut binaries = vec![(chapter.name.to_string(), generated.switched)];
+            binaries.extend(generated.own_binaries);
+            for (name, sources) in binaries {
+                std::fs::create_dir_all(dir.join(&name)).map_err(|e| e.to_string())?;
+                for (file, source) in sources {
+                    write_if_changed(&dir.join(&name).join(file), &source);
+                }
+                bins.push_str(&format!("\n[[bin]]\nname = {name:?}\npath = \"{name}/main.rs\"\n"));
             }
         }
         let cargo_toml = format!(
@@ -575,10 +629,14 @@ fn the_patcher_and_the_function_finder() {
         .into_iter()
         .map(String::from)
         .collect();
-    let patched = apply(source, &[hunk]).unwrap();
+    let files = vec![("main.rs".to_string(), "fn main() {}\n".to_string()), ("x.rs".to_string(), source.to_string())];
+    let patched = apply(&files, &[hunk]).unwrap();
+    assert_eq!(patched[0], files[0]);
+    let patched = &patched[1].1;
     assert!(patched.contains("        [3, 3]\n    }"), "{patched}");
-    assert_eq!(skeleton(&patched, &functions(&patched)), skeleton(source, &found));
-    // A hunk must find its lines exactly once.
-    assert!(apply(source, &[vec!["-}".to_string()]]).is_err());
-    assert!(apply(source, &[vec!["-nowhere".to_string()]]).is_err());
+    assert_eq!(skeleton(patched, &functions(patched)), skeleton(source, &found));
+    // A hunk must find its lines exactly once, among all the files.
+    assert!(apply(&files, &[vec!["-}".to_string()]]).is_err());
+    assert!(apply(&files, &[vec!["-nowhere".to_string()]]).is_err());
+    assert!(apply(&files, &[vec![" fn main() {}".to_string(), "+// x".to_string()]]).is_ok());
 }

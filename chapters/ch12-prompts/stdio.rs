@@ -1,0 +1,81 @@
+//! The other transport: one JSON-RPC message per line on stdin, each answer a line on
+//! stdout, logs on stderr, for a host that starts the server itself. There is no HTTP
+//! layer: a line goes straight to the JSON-RPC layer.
+
+use std::io;
+use std::io::{BufRead, Write};
+
+use crate::Catalog;
+use crate::jsonrpc::{Message, Outcome, RpcError, RpcResponse, echo, parse_message, readable_id, reply};
+use crate::mcp::dispatch;
+use crate::modern::{answer_modern, is_modern};
+use crate::rate_limit::{RateLimit, STDIO_CALLER};
+
+// ANCHOR: stdio
+/// Read messages from stdin, one per line, and write each answer to stdout as one
+/// line. stdout carries nothing else; the log goes to stderr. When the host closes
+/// stdin, the loop ends and so does the process.
+pub fn serve_stdio(catalog: &Catalog, rate_limit: &RateLimit) -> io::Result<()> {
+    eprintln!("serving MCP on stdin/stdout");
+    let (mut input, mut output) = (io::stdin().lock(), io::stdout().lock());
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // Bytes, not a String: a line that is not UTF-8 gets a parse error, it does
+        // not end the loop. At the end of input, a last line without `\n` still counts.
+        if input.read_until(b'\n', &mut line)? == 0 {
+            eprintln!("stdin closed: exiting");
+            return Ok(());
+        }
+        if let Some(answer) = handle_line(&line, catalog, rate_limit) {
+            // serde_json writes no raw newline (one inside a string is `\n`), so one
+            // message stays one line.
+            output.write_all(&answer)?;
+            output.write_all(b"\n")?;
+            output.flush()?; // the host is waiting for this line now, not later
+        }
+    }
+}
+
+/// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
+/// them. A notification, a response or a blank line gets no line back.
+fn handle_line(line: &[u8], catalog: &Catalog, rate_limit: &RateLimit) -> Option<Vec<u8>> {
+    // The `\n` that ends the line (and a `\r` before it) is framing, not message.
+    let line = line.trim_ascii();
+    if line.is_empty() {
+        return None; // a blank line holds no message, so there is nothing to answer
+    }
+    let response = match parse_message(line) {
+        // Not a message: answered as stdio answers it (see `stdio_error`).
+        Err(error) => return Some(stdio_error(line, error)),
+        // A tool call takes one from the share of the one caller here, the host.
+        Ok(Message::Request { id, method, .. }) if method == "tools/call" && !rate_limit.take(STDIO_CALLER) => {
+            rate_limit.refusal(id)
+        }
+        // No headers here: a request is modern by its `_meta` alone.
+        Ok(Message::Request { id, method, params }) if is_modern(None, &method, params.as_ref()) => {
+            answer_modern(None, id, &method, params.as_ref(), catalog)
+        }
+        Ok(Message::Request { id, method, params }) => reply(200, id, dispatch(&method, params.as_ref(), catalog)),
+        Ok(Message::Notification { method }) => {
+            eprintln!("notification: {:?}", echo(&method));
+            return None;
+        }
+        Ok(Message::Response) => return None,
+    };
+    // There is no status line on stdio: the status `reply` chose goes nowhere, and the
+    // JSON-RPC error in the body is the whole answer.
+    Some(response.body)
+}
+
+/// The error for a line that is not a message: with the line's id when one could be
+/// read, as over HTTP; with no `id` member at all when none could, where HTTP says
+/// `"id": null`. "The server MUST NOT write anything to its `stdout` that is not a valid
+/// MCP message", and MCP's schema has no `null` id (`id?: RequestId`): chapter 9's page
+/// says why the two transports differ.
+fn stdio_error(line: &[u8], error: RpcError) -> Vec<u8> {
+    let id = Some(readable_id(line)).filter(|id| !id.is_null());
+    let response = RpcResponse { jsonrpc: "2.0", id, outcome: Outcome::Error(error) };
+    serde_json::to_vec(&response).expect("serializable")
+}
+// ANCHOR_END: stdio
