@@ -68,7 +68,7 @@ fn handle(request: &Request, tools: &[Tool]) -> Response {
         // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
         return Response::empty(405).with_header("Allow", "POST");
     }
-    // TODO: before reading the body, refuse a request this server cannot serve, with an
+    // TODO: before parsing the body, refuse a request this server cannot serve, with an
     // invalid-request error and "id": null, checking in this order: an `Accept` that
     // allows neither JSON nor an event stream is 406 (see `response_format`), then a
     // body not labelled JSON is 415 (see `is_json`). A refusal is plain JSON, whatever `Accept` says; only the response

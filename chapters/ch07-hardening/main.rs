@@ -100,7 +100,7 @@ fn handle(request: &Request, tools: &[Tool], guard: &Guard) -> Response {
     }
     // Headers first: there is no point reading a body we cannot understand, or
     // answering in a form the client cannot read. Both errors are about the request
-    // as a whole, so they carry `"id": null`, like every error before the body is read.
+    // as a whole, so they carry `"id": null`, like every error before the body is parsed.
     let Some(format) = response_format(request.header("Accept")) else {
         let error = RpcError::invalid_request("`Accept` must allow application/json or text/event-stream");
         return reply(406, Value::Null, Err(error));
