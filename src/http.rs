@@ -754,10 +754,7 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
         ([], [coding]) if http_1_0 => {
             return Err(Refusal::bad(&format!("HTTP/1.0 has no Transfer-Encoding ({coding})")));
         }
-        ([], [coding]) if coding.eq_ignore_ascii_case("chunked") => Framing::Chunked,
-        ([], [_]) => {
-            return Err(Refusal::new(501, "Not Implemented: the only Transfer-Encoding this server reads is chunked"));
-        }
+        ([], [codings]) => chunked_framing(codings)?,
         ([_], [_]) => return Err(Refusal::bad("both Content-Length and Transfer-Encoding: which one ends the body?")),
         (_, _) => return Err(Refusal::bad("Content-Length or Transfer-Encoding given more than once")),
     };
@@ -794,6 +791,38 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
         headers.insert(0, ("Host".to_string(), authority));
     }
     Ok(Head { method, target, http_1_0, headers, body, close, expects_continue })
+}
+
+/// The framing `Transfer-Encoding` gives a request: its codings, in the order they were
+/// applied, must end with `chunked`, the one that says where the body ends (RFC 9112,
+/// section 6.1), and `chunked` is the only one the door decodes.
+fn chunked_framing(value: &str) -> Result<Framing, Refusal> {
+    let codings: Vec<&str> = value.split(',').map(str::trim).collect();
+    // RFC 9110 (section 5.6.1) has a recipient skip an empty element (`, chunked`); a
+    // reader in front that does not would see other codings. The door's choice, as for
+    // two equal lengths: one form only, where the body ends is no place to be lenient.
+    if codings.contains(&"") {
+        return Err(Refusal::bad("an empty element in Transfer-Encoding"));
+    }
+    let is_chunked = |coding: &&str| coding.eq_ignore_ascii_case("chunked");
+    // RFC 9112, section 6.3, rule 4: "If a Transfer-Encoding header field is present in a
+    // request and the chunked transfer coding is not the final encoding, the message body
+    // length cannot be determined reliably; the server MUST respond with the 400 (Bad
+    // Request) status code and then close the connection." (Every refusal closes.)
+    let Some((_, before)) = codings.split_last().filter(|(last, _)| is_chunked(last)) else {
+        return Err(Refusal::bad("chunked must be the last Transfer-Encoding: it says where the body ends"));
+    };
+    // A sender must not chunk a body twice (section 6.1): which chunks would end it?
+    if before.iter().any(is_chunked) {
+        return Err(Refusal::bad("chunked twice in Transfer-Encoding"));
+    }
+    // `gzip, chunked`: the body's end is known, but under the chunks it is coded in a way
+    // the door cannot decode. Section 6.1: a server that receives a transfer coding it does
+    // not understand should answer 501 (a SHOULD, not a MUST).
+    if !before.is_empty() {
+        return Err(Refusal::new(501, "Not Implemented: the only Transfer-Encoding this server decodes is chunked"));
+    }
+    Ok(Framing::Chunked)
 }
 // ANCHOR_END: head
 

@@ -133,10 +133,23 @@ const REFUSED: &[(&str, &[u8], u16)] = &[
         b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
         400,
     ),
-    ("a Transfer-Encoding other than chunked", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+    // RFC 9112, section 6.3, rule 4: chunked not the final coding is 400, and the close.
+    ("a Transfer-Encoding other than chunked", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
     (
         "chunked, not last",
         b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
+        400,
+    ),
+    ("an empty Transfer-Encoding", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: ,\r\n\r\n", 400),
+    (
+        "chunked twice in one Transfer-Encoding",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
+        400,
+    ),
+    // Framed by chunks, but gzip under them, which the door cannot decode: 501 (section 6.1).
+    (
+        "gzip under chunked",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
         501,
     ),
     (
@@ -243,6 +256,9 @@ fn nothing_hidden_behind_a_request_is_ever_answered() {
             "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{hidden}\r\n0\r\n\r\n",
             hidden.len()
         ),
+        // A coding that does not say where the body ends: a reader that takes it for no
+        // body at all reads the hidden request next (RFC 9112, section 6.3, rule 4).
+        format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\n{hidden}"),
     ];
     for case in &cases {
         let answer = send(server.address, case.as_bytes());

@@ -63,6 +63,7 @@ const BAD_FIELDS: &[&str] = &[
     "Content-Length: 5, 5",
     "Transfer-Encoding: gzip",
     "Transfer-Encoding: chunked, gzip",
+    "Transfer-Encoding: gzip, chunked",
     "Expect: nothing",
     " folded",
     "X-Space : value",
@@ -219,7 +220,18 @@ fn the_parser_decides_these_heads_so() {
     assert_eq!(status("GET / HTTP/1.1\r\nHost: a\rX: y\r\n\r\n"), 400);
     assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nX: \x0cy\r\n\r\n"), 400);
     assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"), 400);
-    assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n"), 501);
+    // Chunked must be the final transfer coding (RFC 9112, section 6.3, rule 4): 400.
+    assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n"), 400);
+    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"), 400);
+    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n"), 400);
+    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;x=1\r\n\r\n"), 400);
+    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n"), 400);
+    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"), 400);
+    // Chunked last, with a coding under it the door cannot decode (section 6.1): 501.
+    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 501);
+    // An empty element, which RFC 9110 (section 5.6.1) would skip: one form only, 400.
+    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , chunked\r\n\r\n"), 400);
+    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked,\r\n\r\n"), 400);
     assert_eq!(status("GET / HTTP/3.0\r\nHost: a\r\n\r\n"), 505);
     assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n"), 417);
     assert_eq!(status("GET https://user@host/ HTTP/1.1\r\nHost: host\r\n\r\n"), 400);

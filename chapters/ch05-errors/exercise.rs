@@ -68,7 +68,7 @@ fn handle(request: &Request, tools: &[Tool]) -> Response {
         // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
         return Response::empty(405).with_header("Allow", "POST");
     }
-    // TODO: before reading the body, refuse a request this server cannot serve, with an
+    // TODO: before parsing the body, refuse a request this server cannot serve, with an
     // invalid-request error and "id": null, checking in this order: an `Accept` that
     // allows neither JSON nor an event stream is 406 (see `response_format`), then a
     // body not labelled JSON is 415 (see `is_json`). A refusal is plain JSON, whatever `Accept` says; only the response
@@ -105,10 +105,23 @@ enum Format {
 /// Read `Accept`: JSON when it allows JSON, an event stream when it allows only that,
 /// `None` when it allows neither. No `Accept` at all means anything goes.
 fn response_format(accept: Option<&str>) -> Option<Format> {
-    // TODO: read `Accept` (absent, or a list of media ranges with parameters; a weight
-    // of 0, `q=0` or `q=0.0`, refuses a range): JSON when it allows JSON, an event stream when it allows only
-    // that, `None` when it allows neither.
+    // TODO: read `Accept`: absent, it allows anything; else JSON when it gives
+    // application/json a weight above 0 (see `weight`), an event stream when it gives
+    // text/event-stream one, `None` when it gives neither.
     todo!("read the Accept header")
+    // END TODO
+}
+
+/// The weight `Accept` gives `media_type`: 0 is "not acceptable", up to 1, the default
+/// (RFC 9110, section 12.4.2). `Accept` is a list of media ranges, each with optional
+/// parameters, and the range that decides is the most specific one that names the type:
+/// the type itself, then `type/*`, then `*/*` (section 12.5.1). So
+/// `*/*, application/json;q=0` refuses JSON and allows everything else. No range: 0.
+fn weight(accept: &str, media_type: &str) -> f64 {
+    // TODO: split `accept` into ranges (`,`) and each range into its media range and
+    // parameters (`;`); media ranges compare in any case, and `q` is a number
+    // (`q=0.0` is 0). Of the ranges that name `media_type`, the most specific decides.
+    todo!("weigh a media type")
     // END TODO
 }
 

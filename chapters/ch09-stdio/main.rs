@@ -111,7 +111,7 @@ fn handle(request: &Request, tools: &[Tool], guard: &Guard) -> Response {
     }
     // Headers first: there is no point reading a body we cannot understand, or
     // answering in a form the client cannot read. Both errors are about the request
-    // as a whole, so they carry `"id": null`, like every error before the body is read.
+    // as a whole, so they carry `"id": null`, like every error before the body is parsed.
     let Some(format) = response_format(request.header("Accept")) else {
         let error = RpcError::invalid_request("`Accept` must allow application/json or text/event-stream");
         return reply(406, Value::Null, Err(error));
@@ -164,27 +164,38 @@ enum Format {
 /// `None` when it allows neither. No `Accept` at all means anything goes.
 fn response_format(accept: Option<&str>) -> Option<Format> {
     let Some(accept) = accept else { return Some(Format::Json) };
-    // `application/json, text/event-stream;q=0.5`: media ranges, each with optional
-    // parameters; `q=0` means "not this one".
-    let allowed: Vec<String> = accept
-        .split(',')
-        .filter_map(|range| {
-            let mut parts = range.split(';');
-            let media = parts.next()?.trim().to_ascii_lowercase();
-            let refused = parts
-                .filter_map(|p| p.split_once('='))
-                .any(|(name, value)| name.trim().eq_ignore_ascii_case("q") && value.trim().parse::<f64>() == Ok(0.0));
-            (!refused).then_some(media)
-        })
-        .collect();
-    let allows = |ranges: &[&str]| allowed.iter().any(|media| ranges.contains(&media.as_str()));
-    if allows(&["application/json", "application/*", "*/*"]) {
+    if weight(accept, "application/json") > 0.0 {
         Some(Format::Json)
-    } else if allows(&["text/event-stream", "text/*"]) {
+    } else if weight(accept, "text/event-stream") > 0.0 {
         Some(Format::EventStream)
     } else {
         None
     }
+}
+
+/// The weight `Accept` gives `media_type`: 0 is "not acceptable", up to 1, the default
+/// (RFC 9110, section 12.4.2). `Accept` is a list of media ranges, each with optional
+/// parameters, and the range that decides is the most specific one that names the type:
+/// the type itself, then `type/*`, then `*/*` (section 12.5.1). So
+/// `*/*, application/json;q=0` refuses JSON and allows everything else. No range: 0.
+fn weight(accept: &str, media_type: &str) -> f64 {
+    let any_subtype = format!("{}/*", media_type.split('/').next().unwrap_or_default());
+    let most_specific_first = [media_type, any_subtype.as_str(), "*/*"];
+    accept
+        .split(',')
+        .filter_map(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next()?.trim().to_ascii_lowercase();
+            let rank = most_specific_first.iter().position(|name| *name == media)?;
+            // A number: `q=0.0` is 0 too. One that is no number is ignored.
+            let q = parts
+                .filter_map(|p| p.split_once('='))
+                .find(|(name, _)| name.trim().eq_ignore_ascii_case("q"))
+                .map_or(1.0, |(_, value)| value.trim().parse().unwrap_or(1.0));
+            Some((rank, q))
+        })
+        .min_by_key(|&(rank, _)| rank) // of two ranges alike, the first
+        .map_or(0.0, |(_, q)| q)
 }
 
 impl Format {

@@ -37,7 +37,7 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
     }
     // Headers first: there is no point reading a body we cannot understand, or
     // answering in a form the client cannot read. Both errors are about the request
-    // as a whole, so they carry `"id": null`, like every error before the body is read.
+    // as a whole, so they carry `"id": null`, like every error before the body is parsed.
     let Some(format) = response_format(request.header("Accept")) else {
         let error = RpcError::invalid_request("`Accept` must allow application/json or text/event-stream");
         return reply(406, Value::Null, Err(error));
@@ -124,11 +124,9 @@ pub enum Format {
 /// `None` when it allows neither. No `Accept` at all means anything goes.
 fn response_format(accept: Option<&str>) -> Option<Format> {
     let Some(accept) = accept else { return Some(Format::Json) };
-    let allowed = media_ranges(accept);
-    let allows = |ranges: &[&str]| allowed.iter().any(|media| ranges.contains(&media.as_str()));
-    if allows(&["application/json", "application/*", "*/*"]) {
+    if weight(accept, "application/json") > 0.0 {
         Some(Format::Json)
-    } else if allows(&["text/event-stream", "text/*"]) {
+    } else if weight(accept, "text/event-stream") > 0.0 {
         Some(Format::EventStream)
     } else {
         None
@@ -139,24 +137,32 @@ fn response_format(accept: Option<&str>) -> Option<Format> {
 /// No `Accept` at all means anything goes.
 fn allows_event_stream(accept: Option<&str>) -> bool {
     let Some(accept) = accept else { return true };
-    media_ranges(accept).iter().any(|media| ["text/event-stream", "text/*", "*/*"].contains(&media.as_str()))
+    weight(accept, "text/event-stream") > 0.0
 }
 
-/// The media ranges `Accept` allows, lowercase and without parameters.
-fn media_ranges(accept: &str) -> Vec<String> {
-    // `application/json, text/event-stream;q=0.5`: media ranges, each with optional
-    // parameters; `q=0` means "not this one".
+/// The weight `Accept` gives `media_type`: 0 is "not acceptable", up to 1, the default
+/// (RFC 9110, section 12.4.2). `Accept` is a list of media ranges, each with optional
+/// parameters, and the range that decides is the most specific one that names the type:
+/// the type itself, then `type/*`, then `*/*` (section 12.5.1). So
+/// `*/*, application/json;q=0` refuses JSON and allows everything else. No range: 0.
+fn weight(accept: &str, media_type: &str) -> f64 {
+    let any_subtype = format!("{}/*", media_type.split('/').next().unwrap_or_default());
+    let most_specific_first = [media_type, any_subtype.as_str(), "*/*"];
     accept
         .split(',')
         .filter_map(|range| {
             let mut parts = range.split(';');
             let media = parts.next()?.trim().to_ascii_lowercase();
-            let refused = parts
+            let rank = most_specific_first.iter().position(|name| *name == media)?;
+            // A number: `q=0.0` is 0 too. One that is no number is ignored.
+            let q = parts
                 .filter_map(|p| p.split_once('='))
-                .any(|(name, value)| name.trim().eq_ignore_ascii_case("q") && value.trim().parse::<f64>() == Ok(0.0));
-            (!refused).then_some(media)
+                .find(|(name, _)| name.trim().eq_ignore_ascii_case("q"))
+                .map_or(1.0, |(_, value)| value.trim().parse().unwrap_or(1.0));
+            Some((rank, q))
         })
-        .collect()
+        .min_by_key(|&(rank, _)| rank) // of two ranges alike, the first
+        .map_or(0.0, |(_, q)| q)
 }
 
 impl Format {
