@@ -494,7 +494,8 @@ struct ToolResult {
     content: Vec<Content>,
     /// A JSON object that conforms to the tool's `outputSchema`. Left out by tools
     /// without one, and by failed calls.
-    // TODO: a result without structured content must not carry the member at all.
+    // TODO: a result without structured content says so the way the schema allows. Proven by
+    // "A failed call carries no `structuredContent`" and "A tool without an output schema answers as before".
     // END TODO
     structured_content: Option<Value>,
     /// Left out when false, which is what a client assumes when it is absent.
@@ -516,15 +517,17 @@ impl ToolResult {
         ToolResult { content: vec![Content::Text { text: text.into() }], structured_content: None, is_error: false }
     }
 
+    // ANCHOR: structured
     /// A result for programs and models alike: `value` as JSON in `structuredContent`,
     /// and the same JSON, serialized, in a text block, for clients that only read
     /// `content` (`2025-11-25/server/tools.mdx`, "Structured Content").
     fn structured(value: &impl Serialize) -> ToolResult {
-        // TODO: a successful result that carries `value` twice: as `structuredContent`,
-        // and serialized in one text block.
+        // TODO: a successful result a program can use and a model can read, from one value, so the
+        // two cannot disagree. Proven by "A structured result: `structuredContent` and the same JSON as text".
         todo!("build a structured result")
         // END TODO
     }
+    // ANCHOR_END: structured
 
     /// A failed call, with a text saying what went wrong.
     fn error(text: impl Into<String>) -> ToolResult {
@@ -687,7 +690,8 @@ enum DayType {
 /// A day's pay, split into its regular and overtime parts: the tool's typed output.
 /// Serde writes it as the JSON object the `outputSchema` describes.
 #[derive(Debug, Serialize)]
-// TODO: name the fields on the wire as the `outputSchema` of `calculate_overtime` does.
+// TODO: the field names the tool's `outputSchema` promises.
+// Proven by "Every kind of day conforms to the same schema".
 // END TODO
 struct OvertimePay {
     hours: f64,

@@ -505,6 +505,7 @@ impl ToolResult {
         ToolResult { content: vec![Content::Text { text: text.into() }], structured_content: None, is_error: false }
     }
 
+    // ANCHOR: structured
     /// A result for programs and models alike: `value` as JSON in `structuredContent`,
     /// and the same JSON, serialized, in a text block, for clients that only read
     /// `content` (`2025-11-25/server/tools.mdx`, "Structured Content").
@@ -513,6 +514,7 @@ impl ToolResult {
         let json = serde_json::to_value(value).expect("a tool's output always serializes");
         ToolResult { content: vec![Content::Text { text }], structured_content: Some(json), is_error: false }
     }
+    // ANCHOR_END: structured
 
     /// A failed call, with a text saying what went wrong.
     fn error(text: impl Into<String>) -> ToolResult {
