@@ -216,6 +216,7 @@ fn is_json(content_type: Option<&str>) -> bool {
 // ANCHOR_END: headers
 
 // ANCHOR: guard
+// ANCHOR: guard_state
 /// Who may talk to this server. Every request passes [`Guard::admit`] before its body
 /// is even parsed.
 struct Guard {
@@ -229,6 +230,7 @@ struct Guard {
 
 /// The names a server on this machine is always reachable as, on any port.
 const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+// ANCHOR_END: guard_state
 
 impl Guard {
     /// The guard for a server bound to `bind`. Warns, on stderr, when that address is
@@ -250,24 +252,23 @@ impl Guard {
         Guard { hosts, origins, token }
     }
 
+    // ANCHOR: admit
     /// Let a request through, or answer it with the reason it may not pass.
     fn admit(&self, request: &Request) -> Result<(), Response> {
-        // TODO: refuse, before anything else is read, a request that is
-        // - for a `Host` this server does not answer as (see `answers_as`): 403;
-        // - from an `Origin` that is not allowed (see `allows_origin`): 403;
-        // - without the bearer token, when one is set (see `bearer_token`; compare with
-        //   `same_secret`): 401 with `WWW-Authenticate: Bearer` when none was sent, and
-        //   `Bearer error="invalid_token"` when a wrong one was.
-        // Each refusal is a `refusal`. Until then, every request passes, as in chapter 6.
+        // TODO: refuse, before anything is read, a request from where this server does not answer, then one
+        // without the token, saying which (until then, all pass). Proven by "No token: 401 and a challenge",
+        // "A wrong token: 401, and the challenge says so" and "Host and Origin come before the token".
         Ok(())
         // END TODO
     }
+    // ANCHOR_END: admit
 
+    // ANCHOR: names
     /// Is `host` (a `Host` header: name and optional port) one of our names? Any port
     /// goes: a port forward or a proxy changes the port, a rebinding attack the name.
     fn answers_as(&self, host: &str) -> bool {
-        // TODO: the name in `host` (see `host_name`), in any case, is a loopback name or
-        // one given with --allowed-host; the port does not matter.
+        // TODO: the names this server answers as. Proven by "A look-alike name is another name",
+        // "localhost answers on any port" and "Host names are case-insensitive".
         todo!("check the Host")
         // END TODO
     }
@@ -275,13 +276,15 @@ impl Guard {
     /// Is `origin` (scheme, host, optional port) allowed? The loopback ones on any
     /// port, and those given with `--allowed-origin`, exactly.
     fn allows_origin(&self, origin: &str) -> bool {
-        // TODO: an `http://` origin on a loopback name (any port), or one given with
-        // --allowed-origin, exactly (in any case).
+        // TODO: the pages this server lets in. Proven by "A look-alike origin is another origin",
+        // "The same host over another scheme is another origin" and "The `null` origin is refused".
         todo!("check the Origin")
         // END TODO
     }
+    // ANCHOR_END: names
 }
 
+// ANCHOR: guard_helpers
 /// `localhost:8080` -> `localhost`, `[::1]:8080` -> `[::1]`, `127.0.0.1` -> `127.0.0.1`.
 /// `None` when what follows the name is not a port: `localhost.evil.example` is a name
 /// of its own, and `localhost/x` or `localhost:80@evil.example` are not a host at all.
@@ -300,10 +303,8 @@ fn host_name(authority: &str) -> Option<&str> {
 
 /// The token in `Authorization: Bearer <token>` (the scheme is case-insensitive).
 fn bearer_token(request: &Request) -> Option<&str> {
-    // TODO: the token of `Authorization: Bearer <token>`; the scheme's name is
-    // case-insensitive, the token is not.
-    todo!("read the bearer token")
-    // END TODO
+    let (scheme, token) = request.header("Authorization")?.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("Bearer").then(|| token.trim())
 }
 
 /// Compare two secrets in time that does not depend on where they first differ, so
@@ -323,6 +324,7 @@ fn refusal(status: u16, message: &str) -> Response {
     let error = RpcError { code: -32600, message: message.to_string() };
     reply(status, Value::Null, Err(error))
 }
+// ANCHOR_END: guard_helpers
 // ANCHOR_END: guard
 
 // ANCHOR: protocol_version
@@ -332,9 +334,9 @@ fn refusal(status: u16, message: &str) -> Response {
 /// did not ask for. No header is fine: clients of 2025-03-26 and before never send
 /// one. `initialize` itself is never checked: it is where the revision is chosen.
 fn check_protocol_version(request: &Request, message: &Message) -> Result<(), RpcError> {
-    // TODO: refuse (invalid request) an `MCP-Protocol-Version` this server does not
-    // speak. No header is fine, and `initialize` is never checked. Until then, every
-    // revision passes, as in chapter 6.
+    // TODO: refuse a revision this server does not speak, where a revision has been agreed (until then,
+    // all pass). Proven by "An unsupported `MCP-Protocol-Version`: 400", "`initialize` is never checked"
+    // and "No `MCP-Protocol-Version` at all is fine".
     Ok(())
     // END TODO
 }

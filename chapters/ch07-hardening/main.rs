@@ -206,6 +206,7 @@ fn is_json(content_type: Option<&str>) -> bool {
 // ANCHOR_END: headers
 
 // ANCHOR: guard
+// ANCHOR: guard_state
 /// Who may talk to this server. Every request passes [`Guard::admit`] before its body
 /// is even parsed.
 struct Guard {
@@ -219,6 +220,7 @@ struct Guard {
 
 /// The names a server on this machine is always reachable as, on any port.
 const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+// ANCHOR_END: guard_state
 
 impl Guard {
     /// The guard for a server bound to `bind`. Warns, on stderr, when that address is
@@ -240,6 +242,7 @@ impl Guard {
         Guard { hosts, origins, token }
     }
 
+    // ANCHOR: admit
     /// Let a request through, or answer it with the reason it may not pass.
     fn admit(&self, request: &Request) -> Result<(), Response> {
         // DNS rebinding: a web page whose own host name now resolves to 127.0.0.1
@@ -269,7 +272,9 @@ impl Guard {
                 .with_header("WWW-Authenticate", "Bearer")),
         }
     }
+    // ANCHOR_END: admit
 
+    // ANCHOR: names
     /// Is `host` (a `Host` header: name and optional port) one of our names? Any port
     /// goes: a port forward or a proxy changes the port, a rebinding attack the name.
     fn answers_as(&self, host: &str) -> bool {
@@ -285,8 +290,10 @@ impl Guard {
         let loopback = origin.strip_prefix("http://").and_then(host_name).is_some_and(|n| LOOPBACK_NAMES.contains(&n));
         loopback || self.origins.contains(&origin)
     }
+    // ANCHOR_END: names
 }
 
+// ANCHOR: guard_helpers
 /// `localhost:8080` -> `localhost`, `[::1]:8080` -> `[::1]`, `127.0.0.1` -> `127.0.0.1`.
 /// `None` when what follows the name is not a port: `localhost.evil.example` is a name
 /// of its own, and `localhost/x` or `localhost:80@evil.example` are not a host at all.
@@ -326,6 +333,7 @@ fn refusal(status: u16, message: &str) -> Response {
     let error = RpcError { code: -32600, message: message.to_string() };
     reply(status, Value::Null, Err(error))
 }
+// ANCHOR_END: guard_helpers
 // ANCHOR_END: guard
 
 // ANCHOR: protocol_version
