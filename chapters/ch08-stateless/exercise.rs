@@ -368,6 +368,7 @@ fn check_protocol_version(request: &Request, message: &Message) -> Result<(), Rp
 // ANCHOR_END: protocol_version
 
 // ANCHOR: modern
+// ANCHOR: modern_era
 /// The `_meta` keys every 2026-07-28 request carries (`2026-07-28/basic/index.mdx`).
 const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -387,33 +388,33 @@ fn is_modern(request: &Request, method: &str, params: Option<&Value>) -> bool {
 fn request_meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
     params?.get("_meta")?.as_object()
 }
+// ANCHOR_END: modern_era
 
+// ANCHOR: answer_modern
 /// A modern request: check the envelope, run the method, and mark the result.
 fn answer_modern(request: &Request, id: Value, method: &str, params: Option<&Value>, tools: &[Tool]) -> Response {
-    // TODO: answer a modern request: a bad envelope (see `check_envelope`) is 400 with
-    // its error; otherwise run the method (see `dispatch_modern`) and mark its result
-    // (see `complete`). A method that does not exist is 404 in this revision; any other
-    // error of a method (an unknown tool, say) keeps 200, as in the handshake era.
+    // TODO: answer a request of this revision, each outcome with the status this revision gives it.
+    // Proven by "No `_meta`: 400, -32602", "An unknown method: 404, -32601" and
+    // "An unknown tool is still 200, -32602".
     todo!("answer a modern request")
     // END TODO
 }
+// ANCHOR_END: answer_modern
 
+// ANCHOR: check_envelope
 /// What every modern request must get right before its method runs, in this order
 /// (the Python SDK's order: a client whose headers contradict its body is told so
 /// before it is told its version is unsupported).
 fn check_envelope(request: &Request, method: &str, params: Option<&Value>) -> Result<(), RpcError> {
-    // TODO: in this order:
-    // 1. `params._meta` carries the protocol version and the client's capabilities (an
-    //    object): else invalid params;
-    // 2. the headers `MCP-Protocol-Version`, `Mcp-Method` and, for the methods in
-    //    `NAMED_BY`, `Mcp-Name` are present and repeat the body (see `header_matches`);
-    // 3. the version is one of `MODERN_VERSIONS` (not `SUPPORTED_VERSIONS`, the
-    //    handshake era's): else `RpcError::unsupported_version`.
-    // The first check that fails answers, so the order decides which error a client sees.
+    // TODO: refuse a request this revision calls malformed, in the order that decides which error a client
+    // hears first. Proven by "No `_meta` and no `Mcp-Method`: the body is judged first" and
+    // "A revision nobody speaks, with another in the header: the mismatch answers".
     todo!("check the stateless envelope")
     // END TODO
 }
+// ANCHOR_END: check_envelope
 
+// ANCHOR: modern_headers
 /// Methods whose target is repeated in `Mcp-Name`, and the params field it repeats.
 const NAMED_BY: &[(&str, &str)] = &[("tools/call", "name"), ("prompts/get", "name"), ("resources/read", "uri")];
 
@@ -461,16 +462,21 @@ fn decode_sentinel(value: &str) -> Option<String> {
     }
     String::from_utf8(bytes).ok()
 }
+// ANCHOR_END: modern_headers
 
+// ANCHOR: dispatch_modern
 /// The methods of the stateless revision. `initialize` and `ping` are gone from it
 /// (`2026-07-28/changelog.mdx`); `server/discover` is new.
 fn dispatch_modern(method: &str, params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
-    // TODO: `server/discover` answers `discover()`; `initialize` and `ping` do not
-    // exist in this revision; every other method is the handshake era's.
+    // TODO: the methods this revision has. Proven by "`ping` is gone from the stateless revision",
+    // "`initialize` in the stateless envelope: 404, -32601" and
+    // "`server/discover`: what the server speaks, before any call".
     todo!("dispatch a modern method")
     // END TODO
 }
+// ANCHOR_END: dispatch_modern
 
+// ANCHOR: discover
 /// What a client may learn before its first call: the revisions and capabilities.
 fn discover() -> Value {
     json!({ "supportedVersions": all_versions(), "capabilities": { "tools": {} } })
@@ -485,17 +491,18 @@ fn all_versions() -> Vec<&'static str> {
 /// are compiled in, so they change only when the server is rebuilt: five minutes
 /// spares a client asking on every turn and still picks up a restart soon.
 const CACHE_TTL_MS: u64 = 300_000;
+// ANCHOR_END: discover
 
+// ANCHOR: complete
 /// Every modern result says it is complete, and who answered; the cacheable ones
 /// say for how long, and for whom (`public`: the same for every caller).
 fn complete(method: &str, mut result: Value) -> Value {
-    // TODO: add to the result `resultType: "complete"` and, in `_meta`, who answered
-    // (`io.modelcontextprotocol/serverInfo`: name and version); to the results of
-    // `server/discover` and `tools/list`, for how long (`CACHE_TTL_MS`) and for whom
-    // (`public`) they may be cached.
+    // TODO: what every result of this revision says about itself, and which may be cached, by whom, for how
+    // long. Proven by "`tools/call` in the stateless revision" and "`tools/list` in the stateless revision".
     todo!("mark a modern result")
     // END TODO
 }
+// ANCHOR_END: complete
 // ANCHOR_END: modern
 
 // ---------------------------------------------------------------------------

@@ -358,6 +358,7 @@ fn check_protocol_version(request: &Request, message: &Message) -> Result<(), Rp
 // ANCHOR_END: protocol_version
 
 // ANCHOR: modern
+// ANCHOR: modern_era
 /// The `_meta` keys every 2026-07-28 request carries (`2026-07-28/basic/index.mdx`).
 const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -377,7 +378,9 @@ fn is_modern(request: &Request, method: &str, params: Option<&Value>) -> bool {
 fn request_meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
     params?.get("_meta")?.as_object()
 }
+// ANCHOR_END: modern_era
 
+// ANCHOR: answer_modern
 /// A modern request: check the envelope, run the method, and mark the result.
 fn answer_modern(request: &Request, id: Value, method: &str, params: Option<&Value>, tools: &[Tool]) -> Response {
     if let Err(error) = check_envelope(request, method, params) {
@@ -390,7 +393,9 @@ fn answer_modern(request: &Request, id: Value, method: &str, params: Option<&Val
         Err(error) => reply(200, id, Err(error)),
     }
 }
+// ANCHOR_END: answer_modern
 
+// ANCHOR: check_envelope
 /// What every modern request must get right before its method runs, in this order
 /// (the Python SDK's order: a client whose headers contradict its body is told so
 /// before it is told its version is unsupported).
@@ -420,7 +425,9 @@ fn check_envelope(request: &Request, method: &str, params: Option<&Value>) -> Re
     }
     Ok(())
 }
+// ANCHOR_END: check_envelope
 
+// ANCHOR: modern_headers
 /// Methods whose target is repeated in `Mcp-Name`, and the params field it repeats.
 const NAMED_BY: &[(&str, &str)] = &[("tools/call", "name"), ("prompts/get", "name"), ("resources/read", "uri")];
 
@@ -468,7 +475,9 @@ fn decode_sentinel(value: &str) -> Option<String> {
     }
     String::from_utf8(bytes).ok()
 }
+// ANCHOR_END: modern_headers
 
+// ANCHOR: dispatch_modern
 /// The methods of the stateless revision. `initialize` and `ping` are gone from it
 /// (`2026-07-28/changelog.mdx`); `server/discover` is new.
 fn dispatch_modern(method: &str, params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
@@ -478,7 +487,9 @@ fn dispatch_modern(method: &str, params: Option<&Value>, tools: &[Tool]) -> Resu
         _ => dispatch(method, params, tools),
     }
 }
+// ANCHOR_END: dispatch_modern
 
+// ANCHOR: discover
 /// What a client may learn before its first call: the revisions and capabilities.
 fn discover() -> Value {
     json!({ "supportedVersions": all_versions(), "capabilities": { "tools": {} } })
@@ -493,7 +504,9 @@ fn all_versions() -> Vec<&'static str> {
 /// are compiled in, so they change only when the server is rebuilt: five minutes
 /// spares a client asking on every turn and still picks up a restart soon.
 const CACHE_TTL_MS: u64 = 300_000;
+// ANCHOR_END: discover
 
+// ANCHOR: complete
 /// Every modern result says it is complete, and who answered; the cacheable ones
 /// say for how long, and for whom (`public`: the same for every caller).
 fn complete(method: &str, mut result: Value) -> Value {
@@ -507,6 +520,7 @@ fn complete(method: &str, mut result: Value) -> Value {
     }
     result
 }
+// ANCHOR_END: complete
 // ANCHOR_END: modern
 
 // ---------------------------------------------------------------------------
