@@ -237,28 +237,32 @@ fn is_json(content_type: Option<&str>) -> bool {
 // ---------------------------------------------------------------------------
 
 // ANCHOR: stdio
+// ANCHOR: serve_stdio
 /// Read messages from stdin, one per line, and write each answer to stdout as one
 /// line. stdout carries nothing else; the log goes to stderr. When the host closes
 /// stdin, the loop ends and so does the process.
 fn serve_stdio(tools: &[Tool]) -> io::Result<()> {
-    // TODO: read messages from stdin, one per line, and write each answer (if any) to
-    // stdout as one line, at once. stdout carries nothing else; the log goes to
-    // stderr. When stdin closes, return.
+    // TODO: serve stdin and stdout as the transport frames messages, until stdin closes. Proven by
+    // "A line that is not UTF-8: -32700, and the server goes on" and
+    // "A last line without its newline is still answered".
     todo!("serve over stdin and stdout")
     // END TODO
 }
+// ANCHOR_END: serve_stdio
 
+// ANCHOR: handle_line
 /// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
 /// them. A notification, a response or a blank line gets no line back.
 fn handle_line(line: &[u8], tools: &[Tool]) -> Option<Vec<u8>> {
-    // TODO: answer one line as `handle` answers one POST, body only: a request gets
-    // its response, a line that is not a message gets the error (as `stdio_error`
-    // writes it), and a blank line, a notification or a client's response get no line
-    // at all.
+    // TODO: which lines get a line back, in what form when they are no message, and which era a request is of
+    // with no headers to tell. Proven by "A blank line is no message", "2026-07-28: `server/discover` needs no headers"
+    // and "A line that is not JSON: -32700 with no id, and the server goes on".
     todo!("answer one line")
     // END TODO
 }
+// ANCHOR_END: handle_line
 
+// ANCHOR: stdio_error
 /// The error for a line that is not a message: with the line's id when one could be
 /// read, as over HTTP; with no `id` member at all when none could, where HTTP says
 /// `"id": null`. "The server MUST NOT write anything to its `stdout` that is not a valid
@@ -269,6 +273,7 @@ fn stdio_error(line: &[u8], error: RpcError) -> Vec<u8> {
     let response = RpcResponse { jsonrpc: "2.0", id, outcome: Outcome::Error(error) };
     serde_json::to_vec(&response).expect("serializable")
 }
+// ANCHOR_END: stdio_error
 // ANCHOR_END: stdio
 
 // ANCHOR: guard

@@ -227,6 +227,7 @@ fn is_json(content_type: Option<&str>) -> bool {
 // ---------------------------------------------------------------------------
 
 // ANCHOR: stdio
+// ANCHOR: serve_stdio
 /// Read messages from stdin, one per line, and write each answer to stdout as one
 /// line. stdout carries nothing else; the log goes to stderr. When the host closes
 /// stdin, the loop ends and so does the process.
@@ -251,7 +252,9 @@ fn serve_stdio(tools: &[Tool]) -> io::Result<()> {
         }
     }
 }
+// ANCHOR_END: serve_stdio
 
+// ANCHOR: handle_line
 /// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
 /// them. A notification, a response or a blank line gets no line back.
 fn handle_line(line: &[u8], tools: &[Tool]) -> Option<Vec<u8>> {
@@ -278,7 +281,9 @@ fn handle_line(line: &[u8], tools: &[Tool]) -> Option<Vec<u8>> {
     // JSON-RPC error in the body is the whole answer.
     Some(response.body)
 }
+// ANCHOR_END: handle_line
 
+// ANCHOR: stdio_error
 /// The error for a line that is not a message: with the line's id when one could be
 /// read, as over HTTP; with no `id` member at all when none could, where HTTP says
 /// `"id": null`. "The server MUST NOT write anything to its `stdout` that is not a valid
@@ -289,6 +294,7 @@ fn stdio_error(line: &[u8], error: RpcError) -> Vec<u8> {
     let response = RpcResponse { jsonrpc: "2.0", id, outcome: Outcome::Error(error) };
     serde_json::to_vec(&response).expect("serializable")
 }
+// ANCHOR_END: stdio_error
 // ANCHOR_END: stdio
 
 // ANCHOR: guard
