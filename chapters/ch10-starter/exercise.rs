@@ -64,11 +64,13 @@ const SERVER_NAME: &str = "pingme";
 const SERVER_VERSION: &str = "1.0.0";
 
 // ANCHOR: tools
+// ANCHOR: tool_struct
 /// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
 struct Tool {
     definition: Value,
     run: fn(&Map<String, Value>) -> ToolResult,
 }
+// ANCHOR_END: tool_struct
 
 /// Every tool this server offers. The host hands the definitions to the model, and
 /// they are all the model knows of a tool: it calls a tool when the `description`
@@ -76,6 +78,7 @@ struct Tool {
 /// property descriptions included.
 fn tools(demo_faults: bool) -> Vec<Tool> {
     let mut tools = vec![
+        // ANCHOR: ping_me_definition
         Tool {
             definition: json!({
                 "name": "PingME",
@@ -88,6 +91,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
             }),
             run: ping_me,
         },
+        // ANCHOR_END: ping_me_definition
         Tool {
             definition: json!({
                 "name": "calculate_overtime",
@@ -159,10 +163,9 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
             run: calculate_overtime,
         },
         // ANCHOR: lookup_order_definition
-        // TODO: offer `lookup_order` here, run by the function `lookup_order` below: its
-        // name, a title, a description in your words (what it does, when to call it,
-        // when not), and an `inputSchema` for one argument, `orderId`, a string the user
-        // gives (describe it too), required, and no other argument.
+        // TODO: offer `lookup_order` to a model: what it does, when to call it and when not, and the one argument
+        // it takes, `orderId`. Proven by "2026-07-28: `tools/list`, every tool, with caching hints" (names and
+        // schema exact, words yours) and "Arguments that break the schema never reach the tool".
         // END TODO
         // ANCHOR_END: lookup_order_definition
     ];
@@ -304,12 +307,23 @@ struct LookupOrderArguments {
 /// `lookup_order`: the order's status, items and total as one text for the model.
 /// An id it does not know is a failed call (`isError`), with a hint the model can act on.
 fn lookup_order(arguments: &Map<String, Value>) -> ToolResult {
-    // TODO: find the order in `ORDERS` whose id is the `orderId` argument (see
-    // `LookupOrderArguments`) and answer one text for the model, exactly
-    //     Order A-1001: <status>. Items: <items, joined with ", ">. Total: <total, 2 decimals>.
-    // An id no order has is a failed call that tells the model what to do next.
-    todo!("look up the order")
-    // END TODO
+    let arguments: LookupOrderArguments = match serde_json::from_value(Value::Object(arguments.clone())) {
+        Ok(arguments) => arguments,
+        Err(error) => return ToolResult::error(format!("Invalid arguments: {}", echo(&error.to_string()))),
+    };
+    match ORDERS.iter().find(|order| order.id == arguments.order_id) {
+        Some(order) => ToolResult::text(format!(
+            "Order {}: {}. Items: {}. Total: {:.2}.",
+            order.id,
+            order.status,
+            order.items.join(", "),
+            order.total
+        )),
+        // TODO: an id no order has: what the model reads, and what it can do next. Proven by
+        // "An order it does not know: a failed call the model can act on" and "A very long id is quoted in part".
+        None => todo!("an order this server does not have"),
+        // END TODO
+    }
 }
 // ANCHOR_END: lookup_order
 

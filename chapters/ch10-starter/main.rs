@@ -54,11 +54,13 @@ const SERVER_NAME: &str = "pingme";
 const SERVER_VERSION: &str = "1.0.0";
 
 // ANCHOR: tools
+// ANCHOR: tool_struct
 /// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
 struct Tool {
     definition: Value,
     run: fn(&Map<String, Value>) -> ToolResult,
 }
+// ANCHOR_END: tool_struct
 
 /// Every tool this server offers. The host hands the definitions to the model, and
 /// they are all the model knows of a tool: it calls a tool when the `description`
@@ -66,6 +68,7 @@ struct Tool {
 /// property descriptions included.
 fn tools(demo_faults: bool) -> Vec<Tool> {
     let mut tools = vec![
+        // ANCHOR: ping_me_definition
         Tool {
             definition: json!({
                 "name": "PingME",
@@ -78,6 +81,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
             }),
             run: ping_me,
         },
+        // ANCHOR_END: ping_me_definition
         Tool {
             definition: json!({
                 "name": "calculate_overtime",
