@@ -147,18 +147,12 @@ fn is_response(object: &Map<String, Value>) -> bool {
     // END TODO
 }
 
-/// The id an error about `body` goes back with. Error responses "MUST include the same
-/// ID as the request they correspond to (except in error cases where the ID could not
-/// be read due a malformed request)": so the body's own id whenever it can be read,
-/// that is when the body is a JSON object, not a response (a response's id names a
-/// request of the server's, not one of the client's), with a valid `id`. Otherwise
-/// `Value::Null`: no id could be read (chapter 1, "The choices this chapter makes").
+// TODO: `readable_id`: the id an error about `body` goes back with: the client's own, whenever it could be read.
+// Proven by "A message without `jsonrpc` is invalid" and "A response with both `result` and `error` is invalid".
 fn readable_id(body: &[u8]) -> Value {
-    // TODO: the id an error about `body` goes back with: the client's own, whenever it could be read.
-    // Proven by "A message without `jsonrpc` is invalid" and "A response with both `result` and `error` is invalid".
     todo!("find the id an error goes back with")
-    // END TODO
 }
+// END TODO
 // ANCHOR_END: parse
 
 // ANCHOR: reply
