@@ -51,11 +51,8 @@ fn handle(request: &Request) -> Response {
         // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
         return Response::empty(405).with_header("Allow", "POST");
     }
-    // TODO: answer the body, by what `parse_message` makes of it:
-    // - not a message at all: 400, with the error and the id `readable_id` finds in
-    //   the body (`"id": null` when it finds none);
-    // - a request: 200, with its own id and what `dispatch` says;
-    // - a notification, or a client's response: 202 and no body.
+    // TODO: answer each kind of message with its status, and a body only where someone waits for one.
+    // Proven by "A notification gets 202 and no body" and "A request named like a notification is still a request".
     todo!("answer each kind of message")
     // END TODO
 }
@@ -112,44 +109,50 @@ fn echo(text: &str) -> String {
 // ANCHOR: parse
 /// Read a body as one JSON-RPC message, or say why it is not one.
 fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
-    // TODO: say which kind of message `body` holds, or why it is none:
-    // - not JSON: a parse error;
-    // - JSON but not one message (not a single object, `jsonrpc` other than "2.0",
-    //   `params` other than an object, an id `valid_id` refuses, a `method`
-    //   that is not a string, neither a `method` nor a response): an invalid request.
-    todo!("read the body as one JSON-RPC message")
+    let json: Value = serde_json::from_slice(body).map_err(|e| RpcError::parse_error(&e.to_string()))?;
+    // One object per message. (2025-03-26 allowed an array, a "batch"; the next
+    // revision removed it again, so an array is not a message.)
+    let Value::Object(object) = json else {
+        return Err(RpcError::invalid_request("expected one JSON object"));
+    };
+    if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Err(RpcError::invalid_request(r#"`jsonrpc` must be "2.0""#));
+    }
+    // MCP narrows JSON-RPC's "object or array" to an object:
+    // `params?: { [key: string]: unknown }`.
+    let params = match object.get("params") {
+        None | Some(Value::Object(_)) => object.get("params").cloned(),
+        Some(_) => return Err(RpcError::invalid_request("`params` must be an object")),
+    };
+    // TODO: tell the kind by the members present, and take only ids a client can match its response with.
+    // Proven by "An id that is null is invalid" and "A request named like a notification is still a request".
+    todo!("tell the kind of message")
     // END TODO
 }
 
 /// An id is a string or an integer, and comes back exactly as it was sent: `"7"`
 /// stays a string, `7` a number.
 fn valid_id(id: &Value) -> Result<Value, RpcError> {
-    // TODO: give back a string or an integer id unchanged; refuse anything else
-    // (null, a fraction, a boolean, an object...) as an invalid request.
-    todo!("accept only string and integer ids")
+    // TODO: which ids to take, and in what form to hand them back.
+    // Proven by "A large integer id comes back unchanged" and "An id that is a float is invalid".
+    todo!("accept only the ids a client can match")
     // END TODO
 }
 
 /// A response has exactly one of `result` and `error`.
 fn is_response(object: &Map<String, Value>) -> bool {
-    // TODO: tell whether `object` carries exactly one of `result` and `error`.
+    // TODO: what makes a message without a `method` a client's response.
+    // Proven by "A response with both `result` and `error` is invalid".
     todo!("recognise a response")
     // END TODO
 }
 
-/// The id an error about `body` goes back with. Error responses "MUST include the same
-/// ID as the request they correspond to (except in error cases where the ID could not
-/// be read due a malformed request)": so the body's own id whenever it can be read,
-/// that is when the body is a JSON object, not a response (a response's id names a
-/// request of the server's, not one of the client's), with a valid `id`. Otherwise
-/// `Value::Null`: no id could be read (chapter 1, "The choices this chapter makes").
+// TODO: `readable_id`: the id an error about `body` goes back with: the client's own, whenever it could be read.
+// Proven by "A message without `jsonrpc` is invalid" and "A response with both `result` and `error` is invalid".
 fn readable_id(body: &[u8]) -> Value {
-    // TODO: the body's `id`, as `valid_id` gives it back, when the body is a JSON object
-    // with neither `result` nor `error`; `Value::Null` for anything else (not JSON, not
-    // an object, a response, no `id`, an id `valid_id` refuses).
     todo!("find the id an error goes back with")
-    // END TODO
 }
+// END TODO
 // ANCHOR_END: parse
 
 // ANCHOR: reply

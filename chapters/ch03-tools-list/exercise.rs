@@ -249,7 +249,8 @@ fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
     let version = if SUPPORTED_VERSIONS.contains(&requested) { requested } else { SUPPORTED_VERSIONS[0] };
     Ok(json!({
         "protocolVersion": version,
-        // TODO: tell the client that this server has tools.
+        // TODO: tell the client what it may ask of this server, and promise nothing it cannot keep.
+        // Proven by "`initialize` now announces tools".
         "capabilities": {},
         // END TODO
         "serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION },
@@ -260,9 +261,9 @@ fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
 // ANCHOR: tools_list
 /// `tools/list`: every tool, on one page.
 fn tools_list(params: Option<&Value>) -> Result<Value, RpcError> {
-    // TODO: answer the definitions of every tool in `tools()` (below), on one page.
-    // This server hands out no cursor, so a `cursor` in `params` is invalid params,
-    // and so is one that is not a string.
+    // TODO: every tool on one page, and a refusal for a cursor this server never handed out.
+    // Proven by "`tools/list` answers every tool on one page" and
+    // "A cursor the server did not issue is invalid params".
     todo!("list the tools")
     // END TODO
 }

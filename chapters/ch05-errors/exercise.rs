@@ -5,7 +5,7 @@
 //
 // Until the TODOs are written, some items below are unused and the compiler would
 // warn about each one. This line keeps the build quiet; delete this block when done.
-#![allow(dead_code, unused_imports, unused_variables)]
+#![allow(dead_code, unused_imports, unused_mut, unused_variables)]
 // END TODO
 
 //! Chapter 5: errors.
@@ -68,11 +68,9 @@ fn handle(request: &Request, tools: &[Tool]) -> Response {
         // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
         return Response::empty(405).with_header("Allow", "POST");
     }
-    // TODO: before parsing the body, refuse a request this server cannot serve, with an
-    // invalid-request error and "id": null, checking in this order: an `Accept` that
-    // allows neither JSON nor an event stream is 406 (see `response_format`), then a
-    // body not labelled JSON is 415 (see `is_json`). A refusal is plain JSON, whatever `Accept` says; only the response
-    // to a request goes out in the format the client accepts (`format`, used below).
+    // TODO: refuse what this server cannot read, or cannot answer in a form the client reads, before the body.
+    // Proven by "The headers are read before the body, `Accept` first" and
+    // "A refusal is plain JSON, whatever `Accept` allows".
     let format = Format::Json;
     // END TODO
     match parse_message(&request.body) {
@@ -105,11 +103,14 @@ enum Format {
 /// Read `Accept`: JSON when it allows JSON, an event stream when it allows only that,
 /// `None` when it allows neither. No `Accept` at all means anything goes.
 fn response_format(accept: Option<&str>) -> Option<Format> {
-    // TODO: read `Accept`: absent, it allows anything; else JSON when it gives
-    // application/json a weight above 0 (see `weight`), an event stream when it gives
-    // text/event-stream one, `None` when it gives neither.
-    todo!("read the Accept header")
-    // END TODO
+    let Some(accept) = accept else { return Some(Format::Json) };
+    if weight(accept, "application/json") > 0.0 {
+        Some(Format::Json)
+    } else if weight(accept, "text/event-stream") > 0.0 {
+        Some(Format::EventStream)
+    } else {
+        None
+    }
 }
 
 /// The weight `Accept` gives `media_type`: 0 is "not acceptable", up to 1, the default
@@ -118,11 +119,23 @@ fn response_format(accept: Option<&str>) -> Option<Format> {
 /// the type itself, then `type/*`, then `*/*` (section 12.5.1). So
 /// `*/*, application/json;q=0` refuses JSON and allows everything else. No range: 0.
 fn weight(accept: &str, media_type: &str) -> f64 {
-    // TODO: split `accept` into ranges (`,`) and each range into its media range and
-    // parameters (`;`); media ranges compare in any case, and `q` is a number
-    // (`q=0.0` is 0). Of the ranges that name `media_type`, the most specific decides.
-    todo!("weigh a media type")
-    // END TODO
+    let any_subtype = format!("{}/*", media_type.split('/').next().unwrap_or_default());
+    let most_specific_first = [media_type, any_subtype.as_str(), "*/*"];
+    accept
+        .split(',')
+        .filter_map(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next()?.trim().to_ascii_lowercase();
+            let rank = most_specific_first.iter().position(|name| *name == media)?;
+            // A number: `q=0.0` is 0 too. One that is no number is ignored.
+            let q = parts
+                .filter_map(|p| p.split_once('='))
+                .find(|(name, _)| name.trim().eq_ignore_ascii_case("q"))
+                .map_or(1.0, |(_, value)| value.trim().parse().unwrap_or(1.0));
+            Some((rank, q))
+        })
+        .min_by_key(|&(rank, _)| rank) // of two ranges alike, the first
+        .map_or(0.0, |(_, q)| q)
 }
 
 impl Format {
@@ -144,10 +157,8 @@ impl Format {
 
 /// `application/json`, in any case, with or without parameters such as `charset`.
 fn is_json(content_type: Option<&str>) -> bool {
-    // TODO: tell whether `Content-Type` is application/json (in any case, parameters
-    // such as `charset` allowed).
-    todo!("read the Content-Type header")
-    // END TODO
+    let media = content_type.and_then(|value| value.split(';').next()).unwrap_or("");
+    media.trim().eq_ignore_ascii_case("application/json")
 }
 // ANCHOR_END: headers
 
@@ -381,10 +392,9 @@ fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
         .iter()
         .find(|tool| tool.definition["name"] == name)
         .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool \"{}\"", echo(name))))?;
-    // TODO: run the tool only with arguments that fit its `inputSchema` (see
-    // `check_arguments`); arguments that do not are a failed result telling the model
-    // what to fix. A tool that panics is an internal error for this request alone,
-    // and the server goes on serving.
+    // TODO: arguments that break the tool's schema, and a tool that panics: each to the one who can fix it.
+    // Proven by "A value below the minimum" and "A tool that panics is an internal error, with the request's id",
+    // then "The server still answers".
     let result = (tool.run)(arguments);
     // END TODO
     Ok(serde_json::to_value(result).expect("a tool result always serializes"))
@@ -397,15 +407,20 @@ fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
 /// `additionalProperties: false`, and per property `type`, `enum`, `minimum` and
 /// `maximum`. (A full JSON Schema validator knows them all; chapter 6's test uses one.)
 fn check_arguments(schema: &Value, arguments: &Map<String, Value>) -> Vec<String> {
-    // TODO: list what is wrong with `arguments`, one sentence each, in words a model
-    // can act on (each names its argument): a `required` argument missing, an argument
-    // the schema does not have (`additionalProperties: false`), and per property a
-    // wrong `type`, a value outside its `enum`, below its `minimum` or above its
-    // `maximum` (both bounds allowed). Every problem, not only the first, but at most five
-    // listed, then `and N more`; names the client chose go through `echo`, as values do.
-    // Empty when all is well.
-    todo!("check the arguments against the schema")
+    // A request may hold thousands of wrong arguments. The answer lists the first few
+    // and counts the rest, and repeats each name through `echo`: whatever the request,
+    // the answer stays a few lines long.
+    const LISTED: usize = 5;
+    let mut problems = Vec::new();
+    let mut unlisted = 0;
+    let mut note = |problem: String| if problems.len() < LISTED { problems.push(problem) } else { unlisted += 1 };
+    // TODO: what is wrong with `arguments` against this `schema`, in words a model can act on (`note` each problem).
+    // Proven by "Every problem at once" and "The bounds themselves are allowed".
     // END TODO
+    if unlisted > 0 {
+        problems.push(format!("and {unlisted} more"));
+    }
+    problems
 }
 
 /// JSON Schema's types. An integer is a number without a fractional part, so `2.0` is one.
