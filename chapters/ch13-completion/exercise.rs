@@ -63,4 +63,4 @@ fn arguments_of<'a>(reference: &Value, catalog: &'a Catalog) -> Result<(&'static
 fn template_variables(template: &str) -> Vec<&str> {
     template.split('{').skip(1).filter_map(|rest| rest.split_once('}')).map(|(name, _)| name).collect()
 }
-// ANCHOR_END: completion_complete
+// ANCHOR_END: template_variables
