@@ -35,7 +35,8 @@ pub fn completion_complete(params: Option<&Value>, catalog: &Catalog) -> Result<
     // TODO: the argument being filled in (its `name`, and the `value` typed so far), and whether the
     // reference takes it. Proven by "An argument the prompt does not take", "An argument without a
     // value" and "Free text: nothing to suggest".
-    let (name, typed): (&str, &str) = todo!("the argument to complete");
+    let (name, typed) = ("", "");
+    todo!("the argument to complete");
     // END TODO
     // `context.arguments`, the values already chosen for the other arguments, may
     // narrow a suggestion down; this server's completions need none of them.
