@@ -77,9 +77,9 @@ impl PromptMessage {
 /// pass for a line of the prompt's own (`2025-11-25/server/prompts.mdx`, Security).
 /// `reply_to_customer`, on the porch, quotes the customer's question with it.
 pub fn quote_as_theirs(text: &str) -> String {
-    // TODO: someone else's text, so that no part of it can pass for a line of the prompt's own.
-    // Proven by "A customer's words are quoted, as theirs" and "A line break of another kind starts
-    // a quoted line too".
+    // TODO: `text` marked line by line as a quotation (`reply_to_customer` tells the model how), so
+    // that no part of it reads as a line of the prompt's own. Proven by "A customer's words are
+    // quoted, as theirs" and "A line break of another kind starts a quoted line too".
     todo!("quote someone else's words")
     // END TODO
 }
