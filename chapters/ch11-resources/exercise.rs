@@ -3,6 +3,7 @@
 //! a URI (`resources/read`): the resource with exactly that URI, or else a template
 //! that matches it. A URI that names nothing is "Resource not found"
 //! (`2025-11-25/server/resources.mdx`).
+
 // TODO(exercise): this file is your copy of `resources.rs`, the piece chapter 11 adds to the
 // server, with its decisions left for you to write. Each part sits between a `// TODO`
 // line and its `// END TODO`: replace what is between them, and leave the rest as it is.
@@ -19,8 +20,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::jsonrpc::RpcError;
+use crate::jsonrpc::{RESOURCE_NOT_FOUND, RpcError};
 use crate::mcp::check_cursor;
+use crate::modern::CACHE_TTL_MS;
 use crate::{Catalog, Resource, ResourceTemplate};
 
 // ANCHOR: resources_list
@@ -40,27 +42,66 @@ pub fn resource_templates_list(params: Option<&Value>, templates: &[ResourceTemp
 // ANCHOR: resources_read
 /// `resources/read`: what one URI holds, as one entry of `contents`.
 pub fn resources_read(params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
-    // TODO: read `params.uri` (a string, else invalid params). Refuse a `uri` that
-    // `is_uri` says cannot be a URI, without repeating it. Then `find_resource`; nothing
-    // found is `RpcError::resource_not_found`. Answer `{"contents": [entry]}`, an
-    // array of one entry (`ResourceContents::entry`, below): the `uri` as asked, and
-    // the definition's `mimeType`.
-    todo!("read a resource")
+    let uri = params
+        .and_then(|p| p.get("uri"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`uri` must be a string"))?;
+    // "Servers MUST validate all resource URIs" (Security Considerations): a text that
+    // cannot be a URI names nothing here, and is not repeated back.
+    if !is_uri(uri) {
+        return Err(RpcError::invalid_params(&format!(
+            "`uri` must be a URI (RFC 3986) of at most {MAX_URI_LENGTH} characters"
+        )));
+    }
+    // TODO: answer what `find_resource` finds under the URI the client asked for, and a
+    // URI that names nothing as the handshake era says it. Proven by "`resources/read`
+    // through a template: `orders://A-1001`" and "A URI that names nothing: `-32002`, with the URI in `data`".
+    todo!("answer a read")
     // END TODO
 }
 
-/// What `uri` names, with the definition it was found by: the resource with that URI,
-/// else what the first template the URI matches answers. `None`: nothing by that URI.
+/// What `uri` names, with the definition it was found by. `None`: nothing by that URI.
 fn find_resource<'a>(uri: &str, catalog: &'a Catalog) -> Option<(&'a Value, ResourceContents)> {
-    // TODO: the resource in `catalog.resources` whose `uri` is exactly `uri`: its
-    // definition and what its `read` returns. Else, the first template in
-    // `catalog.resource_templates` whose `uriTemplate` matches (`match_template`): its
-    // definition and what its `read` returns for those variables (`None` is "nothing
-    // by that URI"). Else `None`.
+    // TODO: what a URI names: a resource of its own, else what a template it fits says (which may be
+    // nothing). Proven by "`resources/read` through a template: `orders://A-1001`" and "A URI of the
+    // template's form that names no order".
     todo!("find what a URI names")
     // END TODO
 }
 
+// ANCHOR_END: resources_read
+
+// ANCHOR: not_found_2026
+/// An error of this file's methods as 2026-07-28 says it, which numbers one of them
+/// differently (`2026-07-28/server/resources.mdx`, Error Handling). `dispatch_modern`
+/// (`modern.rs`) passes every error of a method through it.
+pub fn for_2026(error: RpcError) -> RpcError {
+    // TODO: an error of this file's methods as 2026-07-28 says it. Proven by "2026-07-28:
+    // "Resource not found" is `-32602`" and "Over stdio, 2026-07-28: a read and a URI that names nothing".
+    todo!("say it as 2026-07-28 does")
+    // END TODO
+}
+// ANCHOR_END: not_found_2026
+
+// ANCHOR: cache_hints
+/// The caching hints of this file's methods in 2026-07-28: for how long a client may
+/// keep an answer, and for whom (`2026-07-28/server/utilities/caching.mdx`). `None`
+/// for a method that is not this file's. `complete` (`modern.rs`) asks here.
+pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
+    // TODO: for how long, and for whom, a client may keep each answer of this file's methods.
+    // Proven by "2026-07-28: a read is `private`, for a minute" and "2026-07-28:
+    // `resources/templates/list`, with the same hints".
+    todo!("the caching hints")
+    // END TODO
+}
+
+/// How long a client may reuse what `resources/read` answered. What a resource holds
+/// (an order's status) changes while the server runs, sooner than the list of what
+/// exists, so a minute.
+const READ_TTL_MS: u64 = 60_000;
+// ANCHOR_END: cache_hints
+
+// ANCHOR: resource_contents
 /// What `resources/read` answers for one resource.
 pub enum ResourceContents {
     /// Text, such as Markdown or JSON: sent as it is, in `text`.
@@ -73,13 +114,18 @@ impl ResourceContents {
     /// One entry of `contents`: the resource's URI, its `mimeType` when it has one,
     /// and the text as it is or the bytes as base64.
     fn entry(self, uri: &str, mime_type: Option<&str>) -> Value {
-        // TODO: `{"uri": ..., "mimeType": ...}` (no `mimeType` member when there is
-        // none), then `text` for text, or `blob` for bytes, in base64 (`base64` below).
-        todo!("one entry of contents")
-        // END TODO
+        let mut entry = json!({ "uri": uri });
+        if let Some(mime_type) = mime_type {
+            entry["mimeType"] = json!(mime_type);
+        }
+        match self {
+            ResourceContents::Text(text) => entry["text"] = json!(text),
+            ResourceContents::Blob(bytes) => entry["blob"] = json!(base64(&bytes)),
+        }
+        entry
     }
 }
-// ANCHOR_END: resources_read
+// ANCHOR_END: resource_contents
 
 // ANCHOR: match_template
 /// Match `uri` against a template made of literal text and `{name}` variables, such as
@@ -87,12 +133,21 @@ impl ResourceContents {
 /// have the template's form. A value is what RFC 6570 expands `{name}` to (section
 /// 3.2.2): one or more unreserved characters or %-escapes, so it never holds a `/`.
 fn match_template(template: &str, uri: &str) -> Option<BTreeMap<String, String>> {
-    // TODO: walk the template. Literal text must be in `uri` exactly; each `{name}`
-    // takes the longest run of characters a value may hold (ASCII letters and digits,
-    // and `-._~%`), at least one. The whole URI must be used up. Collect each name
-    // with its value; `None` when the URI does not have the template's form.
-    todo!("match a URI template")
-    // END TODO
+    let (mut template, mut uri) = (template, uri);
+    let mut variables = BTreeMap::new();
+    while let Some(start) = template.find('{') {
+        // The literal text before the variable must be there, exactly.
+        uri = uri.strip_prefix(&template[..start])?;
+        let end = start + template[start..].find('}')?;
+        let length = uri.find(|c: char| !(c.is_ascii_alphanumeric() || "-._~%".contains(c))).unwrap_or(uri.len());
+        if length == 0 {
+            return None;
+        }
+        variables.insert(template[start + 1..end].to_string(), uri[..length].to_string());
+        (template, uri) = (&template[end + 1..], &uri[length..]);
+    }
+    // After the last variable, the rest must match too.
+    (template == uri).then_some(variables)
 }
 
 /// The longest `uri` this server reads. Its own URIs are far shorter; the bound keeps

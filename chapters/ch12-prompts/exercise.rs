@@ -2,6 +2,7 @@
 //! this file lists them (`prompts/list`) and fills one in (`prompts/get`): the arguments
 //! checked against what the prompt declares, then its messages
 //! (`2025-11-25/server/prompts.mdx`).
+
 // TODO(exercise): this file is your copy of `prompts.rs`, the piece chapter 12 adds to the
 // server, with its decisions left for you to write. Each part sits between a `// TODO`
 // line and its `// END TODO`: replace what is between them, and leave the rest as it is.
@@ -33,31 +34,29 @@ pub fn prompts_list(params: Option<&Value>, prompts: &[Prompt]) -> Result<Value,
 
 // ANCHOR: prompts_get
 /// `prompts/get`: find the prompt by its name, check the arguments, answer its messages.
-/// Every way to get this wrong is invalid params, -32602 (`2025-11-25/server/prompts.mdx`,
-/// Error Handling), and the message says which.
 pub fn prompts_get(params: Option<&Value>, prompts: &[Prompt]) -> Result<Value, RpcError> {
-    // TODO: `params.name`, a string, names the prompt (else invalid params); a name
-    // no prompt has is invalid params too, the name `quoted`. Check the arguments
-    // with `prompt_arguments`, run the prompt's `get`, and answer `{"messages": ...}`.
-    // Its `Err` sentence is invalid params as well.
+    let name = params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`name` must be a string"))?;
+    // TODO: the prompt's messages, and every way this request can still be wrong, said as
+    // this method says it. Proven by "A prompt it does not have" and "A value the prompt refuses".
     todo!("get a prompt")
     // END TODO
 }
 
-/// The arguments of a `prompts/get`, checked against the prompt's definition: an object
-/// whose members are arguments the prompt lists, each a string, with every required one
-/// there. An empty string counts as not given: a host may send one for a field the user
-/// left empty.
+/// The arguments of a `prompts/get`, checked against the prompt's definition: the values
+/// the prompt's function gets.
 fn prompt_arguments(definition: &Value, arguments: Option<&Value>) -> Result<BTreeMap<String, String>, RpcError> {
-    // TODO: `arguments` may be absent (none given) or an object; anything else is
-    // invalid params. Each member must be an argument the definition lists (else
-    // invalid params, naming the argument with `quoted` and the ones it takes) and
-    // a string (else invalid params); keep the non-empty ones. Then every argument
-    // the definition marks `"required": true` must be among those kept.
+    // TODO: the arguments this prompt takes, as its definition lists them, and what a host sends for a
+    // field left empty. Proven by "An argument the prompt does not take", "An empty optional argument is
+    // no argument" and "A required argument missing".
     todo!("check a prompt's arguments")
     // END TODO
 }
+// ANCHOR_END: prompts_get
 
+// ANCHOR: prompt_message
 /// One message of a prompt: who says it, `user` or `assistant`, and one content block.
 #[derive(Debug, Serialize)]
 pub struct PromptMessage {
@@ -71,4 +70,17 @@ impl PromptMessage {
         PromptMessage { role: "user", content }
     }
 }
-// ANCHOR_END: prompts_get
+// ANCHOR_END: prompt_message
+
+// ANCHOR: quote_as_theirs
+/// Someone else's text, quoted for a prompt's instructions, so that no part of it can
+/// pass for a line of the prompt's own (`2025-11-25/server/prompts.mdx`, Security).
+/// `reply_to_customer`, on the porch, quotes the customer's question with it.
+pub fn quote_as_theirs(text: &str) -> String {
+    // TODO: `text` marked line by line as a quotation (`reply_to_customer` tells the model how), so
+    // that no part of it reads as a line of the prompt's own. Proven by "A customer's words are
+    // quoted, as theirs" and "A line break of another kind starts a quoted line too".
+    todo!("quote someone else's words")
+    // END TODO
+}
+// ANCHOR_END: quote_as_theirs

@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::jsonrpc::RpcError;
+use crate::jsonrpc::{RESOURCE_NOT_FOUND, RpcError};
 use crate::mcp::check_cursor;
+use crate::modern::CACHE_TTL_MS;
 use crate::{Catalog, Resource, ResourceTemplate};
 
 // ANCHOR: resources_list
@@ -46,8 +47,7 @@ pub fn resources_read(params: Option<&Value>, catalog: &Catalog) -> Result<Value
     Ok(json!({ "contents": [contents.entry(uri, definition["mimeType"].as_str())] }))
 }
 
-/// What `uri` names, with the definition it was found by: the resource with that URI,
-/// else what the first template the URI matches answers. `None`: nothing by that URI.
+/// What `uri` names, with the definition it was found by. `None`: nothing by that URI.
 fn find_resource<'a>(uri: &str, catalog: &'a Catalog) -> Option<(&'a Value, ResourceContents)> {
     if let Some(resource) = catalog.resources.iter().find(|resource| resource.definition["uri"] == uri) {
         return Some((&resource.definition, (resource.read)()));
@@ -63,6 +63,44 @@ fn find_resource<'a>(uri: &str, catalog: &'a Catalog) -> Option<(&'a Value, Reso
     None
 }
 
+// ANCHOR_END: resources_read
+
+// ANCHOR: not_found_2026
+/// An error of this file's methods as 2026-07-28 says it, which numbers one of them
+/// differently (`2026-07-28/server/resources.mdx`, Error Handling). `dispatch_modern`
+/// (`modern.rs`) passes every error of a method through it.
+pub fn for_2026(error: RpcError) -> RpcError {
+    match error.code {
+        // "Resource not found" is the code for invalid params now (MUST -32602), with
+        // the same message and `data`.
+        RESOURCE_NOT_FOUND => RpcError { code: -32602, ..error },
+        _ => error,
+    }
+}
+// ANCHOR_END: not_found_2026
+
+// ANCHOR: cache_hints
+/// The caching hints of this file's methods in 2026-07-28: for how long a client may
+/// keep an answer, and for whom (`2026-07-28/server/utilities/caching.mdx`). `None`
+/// for a method that is not this file's. `complete` (`modern.rs`) asks here.
+pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
+    match method {
+        // Compiled in, the same for every caller, as `tools/list`.
+        "resources/list" | "resources/templates/list" => Some((CACHE_TTL_MS, "public")),
+        // A resource may hold one person's data (an order is a customer's): no shared
+        // cache may hand it to another caller.
+        "resources/read" => Some((READ_TTL_MS, "private")),
+        _ => None,
+    }
+}
+
+/// How long a client may reuse what `resources/read` answered. What a resource holds
+/// (an order's status) changes while the server runs, sooner than the list of what
+/// exists, so a minute.
+const READ_TTL_MS: u64 = 60_000;
+// ANCHOR_END: cache_hints
+
+// ANCHOR: resource_contents
 /// What `resources/read` answers for one resource.
 pub enum ResourceContents {
     /// Text, such as Markdown or JSON: sent as it is, in `text`.
@@ -86,7 +124,7 @@ impl ResourceContents {
         entry
     }
 }
-// ANCHOR_END: resources_read
+// ANCHOR_END: resource_contents
 
 // ANCHOR: match_template
 /// Match `uri` against a template made of literal text and `{name}` variables, such as

@@ -22,13 +22,14 @@ pub fn prompts_list(params: Option<&Value>, prompts: &[Prompt]) -> Result<Value,
 
 // ANCHOR: prompts_get
 /// `prompts/get`: find the prompt by its name, check the arguments, answer its messages.
-/// Every way to get this wrong is invalid params, -32602 (`2025-11-25/server/prompts.mdx`,
-/// Error Handling), and the message says which.
 pub fn prompts_get(params: Option<&Value>, prompts: &[Prompt]) -> Result<Value, RpcError> {
     let name = params
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params("`name` must be a string"))?;
+    // Every way to get this wrong is invalid params, -32602, and the message says which
+    // (`2025-11-25/server/prompts.mdx`, Error Handling): the method exists even when the
+    // prompt does not, and a prompt's refusal is the host's to show, not a model's to read.
     let prompt = prompts
         .iter()
         .find(|prompt| prompt.definition["name"] == name)
@@ -38,11 +39,12 @@ pub fn prompts_get(params: Option<&Value>, prompts: &[Prompt]) -> Result<Value, 
     Ok(json!({ "messages": messages }))
 }
 
-/// The arguments of a `prompts/get`, checked against the prompt's definition: an object
-/// whose members are arguments the prompt lists, each a string, with every required one
-/// there. An empty string counts as not given: a host may send one for a field the user
-/// left empty.
+/// The arguments of a `prompts/get`, checked against the prompt's definition: the values
+/// the prompt's function gets.
 fn prompt_arguments(definition: &Value, arguments: Option<&Value>) -> Result<BTreeMap<String, String>, RpcError> {
+    // An object whose members are arguments the prompt lists, each a string, with every
+    // required one there. An empty string counts as not given: a host may send one for a
+    // field the user left empty.
     let no_arguments = Map::new();
     let given = match arguments {
         None => &no_arguments,
@@ -75,7 +77,9 @@ fn prompt_arguments(definition: &Value, arguments: Option<&Value>) -> Result<BTr
     }
     Ok(values)
 }
+// ANCHOR_END: prompts_get
 
+// ANCHOR: prompt_message
 /// One message of a prompt: who says it, `user` or `assistant`, and one content block.
 #[derive(Debug, Serialize)]
 pub struct PromptMessage {
@@ -89,4 +93,19 @@ impl PromptMessage {
         PromptMessage { role: "user", content }
     }
 }
-// ANCHOR_END: prompts_get
+// ANCHOR_END: prompt_message
+
+// ANCHOR: quote_as_theirs
+/// Someone else's text, quoted for a prompt's instructions, so that no part of it can
+/// pass for a line of the prompt's own (`2025-11-25/server/prompts.mdx`, Security).
+/// `reply_to_customer`, on the porch, quotes the customer's question with it.
+pub fn quote_as_theirs(text: &str) -> String {
+    // What ends a line, for a reader of text (Unicode's mandatory breaks: line feed,
+    // carriage return, vertical tab, form feed, next line, line and paragraph separators).
+    const LINE_BREAKS: &[char] = &['\n', '\r', '\u{b}', '\u{c}', '\u{85}', '\u{2028}', '\u{2029}'];
+    // Every line starts with "> ", at every break a reader honours, not only `\n`.
+    let lines: Vec<String> =
+        text.trim().replace("\r\n", "\n").split(LINE_BREAKS).map(|line| format!("> {line}")).collect();
+    lines.join("\n")
+}
+// ANCHOR_END: quote_as_theirs

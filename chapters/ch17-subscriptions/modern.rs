@@ -8,10 +8,10 @@ use serde_json::{Map, Value, json};
 
 use crate::http::{Request, Response};
 use crate::input_required::{MISSING_CLIENT_CAPABILITY, asks_client, call_asking};
-use crate::jsonrpc::{RESOURCE_NOT_FOUND, RpcError, echo, reply};
+use crate::jsonrpc::{RpcError, echo, reply};
 use crate::mcp::{MODERN_VERSIONS, SUPPORTED_VERSIONS, dispatch};
 use crate::streaming::Level;
-use crate::{Catalog, SERVER_NAME, SERVER_VERSION};
+use crate::{Catalog, SERVER_NAME, SERVER_VERSION, resources};
 
 // ANCHOR: modern
 /// The `_meta` keys every 2026-07-28 request carries (`2026-07-28/basic/index.mdx`).
@@ -164,14 +164,8 @@ fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> R
         "initialize" | "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
             Err(RpcError::method_not_found(method))
         }
-        // ANCHOR: not_found_2026
-        _ => dispatch(method, params, catalog, None).map_err(|error| match error.code {
-            // This revision says "resource not found" with the code for invalid params
-            // (`2026-07-28/server/resources.mdx`, Error Handling: MUST -32602).
-            RESOURCE_NOT_FOUND => RpcError { code: -32602, ..error },
-            _ => error,
-        }),
-        // ANCHOR_END: not_found_2026
+        // "Resource not found" has a code of its own in each era.
+        _ => dispatch(method, params, catalog, None).map_err(resources::for_2026),
     }
 }
 
@@ -190,12 +184,7 @@ pub fn all_versions() -> Vec<&'static str> {
 /// How long a client may reuse a list or a `server/discover` answer. The tools and
 /// resources are compiled in, so they change only when the server is rebuilt: five
 /// minutes spares a client asking on every turn and still picks up a restart soon.
-const CACHE_TTL_MS: u64 = 300_000;
-
-/// How long a client may reuse what `resources/read` answered. What a resource holds
-/// (an order's status) changes while the server runs, sooner than the list of what
-/// exists, so a minute.
-const READ_TTL_MS: u64 = 60_000;
+pub const CACHE_TTL_MS: u64 = 300_000;
 
 /// Every modern result says it is complete, and who answered; the cacheable ones
 /// say for how long, and for whom: `public`, the same for every caller, or
@@ -209,13 +198,9 @@ pub fn complete(method: &str, mut result: Value) -> Value {
     let server_info = json!({ "name": SERVER_NAME, "version": SERVER_VERSION });
     fields.insert("_meta".into(), json!({ "io.modelcontextprotocol/serverInfo": server_info }));
     let cache = match method {
-        "server/discover" | "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
-            Some((CACHE_TTL_MS, "public"))
-        }
-        // A resource may hold one person's data (an order is a customer's): no shared
-        // cache may hand it to another caller.
-        "resources/read" => Some((READ_TTL_MS, "private")),
-        _ => None,
+        "server/discover" | "tools/list" | "prompts/list" => Some((CACHE_TTL_MS, "public")),
+        // The resources' methods: `resources.rs` says.
+        _ => resources::cache_hints(method),
     };
     if let Some((ttl_ms, scope)) = cache {
         fields.insert("ttlMs".into(), json!(ttl_ms));
