@@ -105,7 +105,12 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
             Response::empty(202)
         }
         // The client's answer to a question a call asked: handed to that call.
-        Message::Response { id, answer } => take_answer(id, answer, session.as_ref(), &catalog.sessions),
+        Message::Response { id: Some(id), answer } => take_answer(id, answer, session.as_ref(), &catalog.sessions),
+        // An error with no id names no question to hand it to: taken, and logged.
+        Message::Response { id: None, answer } => {
+            eprintln!("an error answering no question it names: {}", echo(&answer["error"].to_string()));
+            Response::empty(202)
+        }
     }
 }
 // ANCHOR_END: handle

@@ -109,9 +109,13 @@ fn handle_line(
         }
         // The answer to a question a call asked. One nobody waits for has no status
         // line to be refused with here: the log says so.
+        // An error with no id (the client could not read the question's) names none.
         Ok(Message::Response { id, answer }) => {
-            if !current.is_some_and(|session| catalog.sessions.answer(&session.id, &id, answer)) {
-                eprintln!("an answer to no question waiting ({}): ignored", echo(&id.to_string()));
+            let asked = |id: &serde_json::Value| {
+                current.is_some_and(|session| catalog.sessions.answer(&session.id, id, answer))
+            };
+            if !id.as_ref().is_some_and(asked) {
+                eprintln!("an answer to no question waiting ({}): ignored", echo(&id.unwrap_or_default().to_string()));
             }
             return None;
         }
