@@ -27,7 +27,13 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
     if request.path != "/mcp" {
         return Response::empty(404);
     }
-    // Chapter 16: DELETE ends a session (sessions.rs).
+    // Chapter 16: DELETE ends a session (sessions.rs). It is a request too: a revision
+    // this server does not speak is refused first.
+    if request.method == "DELETE"
+        && let Err(error) = check_protocol_version(request, None)
+    {
+        return reply(400, Value::Null, Err(error));
+    }
     if request.method == "DELETE" {
         return end_session(request, &catalog.sessions);
     }
@@ -74,7 +80,7 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
         return format.wrap(answer_modern(Some(request), id.clone(), method, params.as_ref(), catalog));
     }
     // Before any method runs: a revision this server does not speak is refused.
-    if let Err(error) = check_protocol_version(request, &message) {
+    if let Err(error) = check_protocol_version(request, message.method()) {
         return reply(400, message.id(), Err(error));
     }
     // Chapter 16: the session the request names, if it names one; one this server does
@@ -330,8 +336,10 @@ pub fn refusal(status: u16, message: &str) -> Response {
 /// before the method runs, so the client is not misled by answers in a dialect it
 /// did not ask for. No header is fine: clients of 2025-03-26 and before never send
 /// one. `initialize` itself is never checked: it is where the revision is chosen.
-fn check_protocol_version(request: &Request, message: &Message) -> Result<(), RpcError> {
-    if message.method() == Some("initialize") {
+/// `method` is the JSON-RPC method, `None` for a GET or DELETE, which carry no message
+/// but are requests all the same: the header comes "on all subsequent requests".
+fn check_protocol_version(request: &Request, method: Option<&str>) -> Result<(), RpcError> {
+    if method == Some("initialize") {
         return Ok(());
     }
     match request.header("MCP-Protocol-Version") {
