@@ -947,6 +947,9 @@ fn split_target(target: &str, method: &str) -> Result<(String, Option<String>), 
 /// characters) or an IP literal in brackets (`[::1]`), then `:` and a port of digits, or
 /// nothing. Anything else (a space, a `/`, user info before an `@`, a second `:`) is
 /// refused. An empty value is valid: a client sends one when its target has no host.
+/// A `:` with no digits after it is refused too, though RFC 3986 allows an empty port:
+/// the door's choice, so that every `Host` it passes on reads one way, as a name and a
+/// port or a name alone.
 fn is_valid_host(value: &str) -> bool {
     let (host_is_valid, after_host) = match value.strip_prefix('[') {
         Some(literal) => match literal.split_once(']') {
@@ -959,7 +962,7 @@ fn is_valid_host(value: &str) -> bool {
         }
     };
     let port_is_valid = match after_host.strip_prefix(':') {
-        Some(port) => port.bytes().all(|byte| byte.is_ascii_digit()),
+        Some(port) => !port.is_empty() && port.bytes().all(|byte| byte.is_ascii_digit()),
         None => after_host.is_empty(),
     };
     host_is_valid && port_is_valid

@@ -173,6 +173,7 @@ const REFUSED: &[(&str, &[u8], u16)] = &[
     ("a Host with user info", b"POST /mcp HTTP/1.1\r\nHost: user@localhost\r\nContent-Length: 0\r\n\r\n", 400),
     ("a Host with a path", b"POST /mcp HTTP/1.1\r\nHost: localhost/mcp\r\nContent-Length: 0\r\n\r\n", 400),
     ("a Host whose port is not digits", b"POST /mcp HTTP/1.1\r\nHost: localhost:80a\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a Host with a colon and no port", b"POST /mcp HTTP/1.1\r\nHost: localhost:\r\nContent-Length: 0\r\n\r\n", 400),
     ("a Host with two ports", b"POST /mcp HTTP/1.1\r\nHost: localhost:80:81\r\nContent-Length: 0\r\n\r\n", 400),
     ("a Host with a bad percent-encoding", b"POST /mcp HTTP/1.1\r\nHost: local%zzhost\r\nContent-Length: 0\r\n\r\n", 400),
     ("an IP literal Host without its closing bracket", b"POST /mcp HTTP/1.1\r\nHost: [::1\r\nContent-Length: 0\r\n\r\n", 400),
