@@ -764,6 +764,11 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
     if hosts > 1 || (hosts == 0 && !http_1_0) {
         return Err(Refusal::bad("a request needs exactly one Host header"));
     }
+    // The same section: a server MUST answer 400 to "a Host header field with an invalid
+    // field value" too, one that is not `uri-host [ ":" port ]` (see `is_valid_host`).
+    if values("host").any(|host| !is_valid_host(host)) {
+        return Err(Refusal::bad("the Host header is not a host name or address, with a port or none"));
+    }
     // Every expectation counts, in every `Expect` header (each a list): the one known here
     // is `100-continue`. An HTTP/1.0 client knows no interim answer, and a server MUST
     // ignore its `100-continue` (RFC 9110, section 10.1.1).
@@ -927,11 +932,71 @@ fn split_target(target: &str, method: &str) -> Result<(String, Option<String>), 
     };
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(end);
-    if authority.is_empty() || authority.contains('@') {
-        return Err(Refusal::bad("the request target's authority is empty or holds user info"));
+    // The authority becomes the `Host` the handler sees: the same rules, and not empty
+    // (an `http` URI has a host).
+    if authority.is_empty() || !is_valid_host(authority) {
+        return Err(Refusal::bad("the request target's authority is not a host name or address, with a port or none"));
     }
     let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
     Ok((path, Some(authority.to_string())))
+}
+
+/// A `Host` value as RFC 9112 (section 3.2) and RFC 3986 (section 3.2.2) spell it,
+/// `uri-host [ ":" port ]`: a registered name (letters, digits, `-._~`, the sub-delims
+/// `!$&'()*+,;=` and `%` with two hex digits; an IPv4 address is made of the same
+/// characters) or an IP literal in brackets (`[::1]`), then `:` and a port of digits, or
+/// nothing. Anything else (a space, a `/`, user info before an `@`, a second `:`) is
+/// refused. An empty value is valid: a client sends one when its target has no host.
+/// A `:` with no digits after it is refused too, though RFC 3986 allows an empty port:
+/// the door's choice, so that every `Host` it passes on reads one way, as a name and a
+/// port or a name alone.
+fn is_valid_host(value: &str) -> bool {
+    let (host_is_valid, after_host) = match value.strip_prefix('[') {
+        Some(literal) => match literal.split_once(']') {
+            Some((address, rest)) => (is_ip_literal(address), rest),
+            None => return false,
+        },
+        None => {
+            let end = value.find(':').unwrap_or(value.len());
+            (is_reg_name(&value[..end]), &value[end..])
+        }
+    };
+    let port_is_valid = match after_host.strip_prefix(':') {
+        Some(port) => !port.is_empty() && port.bytes().all(|byte| byte.is_ascii_digit()),
+        None => after_host.is_empty(),
+    };
+    host_is_valid && port_is_valid
+}
+
+/// `reg-name` (RFC 3986): unreserved characters, sub-delims and percent-encoded bytes.
+fn is_reg_name(name: &str) -> bool {
+    let mut parts = name.split('%');
+    let plain = |part: &str| part.bytes().all(|byte| is_unreserved(byte) || is_sub_delim(byte));
+    let encoded = |part: &str| part.len() >= 2 && part.as_bytes()[..2].iter().all(u8::is_ascii_hexdigit);
+    parts.next().is_some_and(plain) && parts.all(|part| encoded(part) && plain(&part[2..]))
+}
+
+/// What may stand between `[` and `]` (RFC 3986): an IPv6 address, or `IPvFuture`,
+/// `v`, a version in hex, `.`, then unreserved characters, sub-delims and `:`.
+fn is_ip_literal(address: &str) -> bool {
+    if address.parse::<std::net::Ipv6Addr>().is_ok() {
+        return true;
+    }
+    let future = address.strip_prefix(['v', 'V']).and_then(|rest| rest.split_once('.'));
+    future.is_some_and(|(version, rest)| {
+        !version.is_empty()
+            && version.bytes().all(|byte| byte.is_ascii_hexdigit())
+            && !rest.is_empty()
+            && rest.bytes().all(|byte| is_unreserved(byte) || is_sub_delim(byte) || byte == b':')
+    })
+}
+
+fn is_unreserved(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"-._~".contains(&byte)
+}
+
+fn is_sub_delim(byte: u8) -> bool {
+    b"!$&'()*+,;=".contains(&byte)
 }
 
 /// Bytes checked to be ASCII (a token, a target, a field value), as a `String`.

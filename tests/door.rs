@@ -169,6 +169,17 @@ const REFUSED: &[(&str, &[u8], u16)] = &[
     ("CONNECT's authority form", b"CONNECT localhost:80 HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
     ("no Host in HTTP/1.1", b"POST /mcp HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 400),
     ("two Hosts", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a Host with a space in it", b"POST /mcp HTTP/1.1\r\nHost: local host\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a Host with user info", b"POST /mcp HTTP/1.1\r\nHost: user@localhost\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a Host with a path", b"POST /mcp HTTP/1.1\r\nHost: localhost/mcp\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a Host whose port is not digits", b"POST /mcp HTTP/1.1\r\nHost: localhost:80a\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a Host with a colon and no port", b"POST /mcp HTTP/1.1\r\nHost: localhost:\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a Host with two ports", b"POST /mcp HTTP/1.1\r\nHost: localhost:80:81\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a Host with a bad percent-encoding", b"POST /mcp HTTP/1.1\r\nHost: local%zzhost\r\nContent-Length: 0\r\n\r\n", 400),
+    ("an IP literal Host without its closing bracket", b"POST /mcp HTTP/1.1\r\nHost: [::1\r\nContent-Length: 0\r\n\r\n", 400),
+    ("an IP literal Host that is no address", b"POST /mcp HTTP/1.1\r\nHost: [localhost]\r\nContent-Length: 0\r\n\r\n", 400),
+    ("an IP literal Host followed by no port", b"POST /mcp HTTP/1.1\r\nHost: [::1]8080\r\nContent-Length: 0\r\n\r\n", 400),
+    ("a target whose authority has a port that is not digits", b"GET http://localhost:80a/mcp HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
     ("a space before the colon", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length : 0\r\n\r\n", 400),
     ("a folded header line", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-A: a\r\n b\r\nContent-Length: 0\r\n\r\n", 400),
     ("a NUL in a value", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-A: a\x00b\r\nContent-Length: 0\r\n\r\n", 400),
@@ -224,6 +235,20 @@ fn every_ambiguous_or_malformed_request_is_refused_and_the_starter_goes_on() {
         assert_serves(&mut server, what);
     }
     assert_no_leak(&server, baseline);
+}
+
+/// A `Host` that is an IP literal with a port, `[::1]:8080`, is a valid `uri-host [ ":" port ]`:
+/// the door lets it through, and the starter's guard takes `[::1]` for loopback.
+#[test]
+fn a_host_in_brackets_with_a_port_is_served() {
+    let server = start(&[]);
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: [::1]:8080\r\nContent-Type: application/json\r\nAccept: application/json\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{PING_ME}",
+        PING_ME.len()
+    );
+    let answer = send(server.address, request.as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.contains("BISMILLAH"), "{answer:?}");
 }
 
 #[test]

@@ -239,8 +239,11 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
         (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone() }),
         (Some(_), _) => Err(RpcError::invalid_request("`method` must be a string")),
         (None, Some(_)) if is_response(&object) => Ok(Message::Response),
+        // An error response may leave its `id` out (the schema's `JSONRPCErrorResponse`
+        // has `id?: RequestId`): its sender could not read the id of what it answers.
+        (None, None) if is_response(&object) && object.contains_key("error") => Ok(Message::Response),
         (None, _) => {
-            Err(RpcError::invalid_request("a message has a `method`, or an `id` and one of `result`, `error`"))
+            Err(RpcError::invalid_request("a message has a `method`, or a `result` with an `id`, or an `error`"))
         }
     }
 }

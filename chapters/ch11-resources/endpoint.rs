@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::http::{Request, Response};
 use crate::jsonrpc::{Message, RpcError, echo, parse_message, readable_id, reply};
-use crate::mcp::{MODERN_VERSIONS, SUPPORTED_VERSIONS, dispatch};
+use crate::mcp::{ASSUMED_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, dispatch, for_version};
 use crate::modern::{all_versions, answer_modern, is_modern};
 use crate::rate_limit::{RateLimit, caller};
 use crate::{Catalog, TOKEN_VARIABLE};
@@ -66,7 +66,10 @@ pub fn handle(request: &Request, catalog: &Catalog, guard: &Guard, rate_limit: &
     }
     match message {
         Message::Request { id, method, params } => {
-            format.wrap(reply(200, id, dispatch(&method, params.as_ref(), catalog)))
+            // In the revision the client speaks, which its header names (see `for_version`).
+            let version = request.header("MCP-Protocol-Version").unwrap_or(ASSUMED_VERSION);
+            let result = dispatch(&method, params.as_ref(), catalog).map(|result| for_version(result, version));
+            format.wrap(reply(200, id, result))
         }
         // Nobody waits for an answer to these: acknowledge, with no body.
         Message::Notification { method } => {

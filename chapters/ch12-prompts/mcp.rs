@@ -247,3 +247,24 @@ impl ToolResult {
     }
 }
 // ANCHOR_END: result
+
+// ANCHOR: for_version
+/// The revision a client that names none is taken to speak: over HTTP, a request
+/// without `MCP-Protocol-Version` (then "the server SHOULD assume protocol version
+/// 2025-03-26", `2025-11-25/basic/transports.mdx`); over stdio, a line before
+/// `initialize`.
+pub const ASSUMED_VERSION: &str = "2025-03-26";
+
+/// A result as a client of `version` can read it. A tool writes its result once, for
+/// the newest revision; `resource_link` blocks are new in 2025-06-18, so a client of an
+/// older one gets the result without them (the text before a link holds what the model
+/// needs). Revisions are dates, so they compare as strings.
+pub fn for_version(mut result: Value, version: &str) -> Value {
+    if version < "2025-06-18"
+        && let Some(Value::Array(content)) = result.get_mut("content")
+    {
+        content.retain(|block| block["type"] != "resource_link");
+    }
+    result
+}
+// ANCHOR_END: for_version

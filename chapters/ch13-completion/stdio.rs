@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 
 use crate::Catalog;
 use crate::jsonrpc::{Message, Outcome, RpcError, RpcResponse, echo, parse_message, readable_id, reply};
-use crate::mcp::dispatch;
+use crate::mcp::{ASSUMED_VERSION, dispatch, for_version};
 use crate::modern::{answer_modern, is_modern};
 use crate::rate_limit::{RateLimit, STDIO_CALLER};
 
@@ -19,6 +19,8 @@ pub fn serve_stdio(catalog: &Catalog, rate_limit: &RateLimit) -> io::Result<()> 
     eprintln!("serving MCP on stdin/stdout");
     let (mut input, mut output) = (io::stdin().lock(), io::stdout().lock());
     let mut line = Vec::new();
+    // The revision `initialize` agreed on: every later answer is in it (see `for_version`).
+    let mut version = ASSUMED_VERSION.to_string();
     loop {
         line.clear();
         // Bytes, not a String: a line that is not UTF-8 gets a parse error, it does
@@ -27,7 +29,7 @@ pub fn serve_stdio(catalog: &Catalog, rate_limit: &RateLimit) -> io::Result<()> 
             eprintln!("stdin closed: exiting");
             return Ok(());
         }
-        if let Some(answer) = handle_line(&line, catalog, rate_limit) {
+        if let Some(answer) = handle_line(&line, catalog, rate_limit, &mut version) {
             // serde_json writes no raw newline (one inside a string is `\n`), so one
             // message stays one line.
             output.write_all(&answer)?;
@@ -39,7 +41,7 @@ pub fn serve_stdio(catalog: &Catalog, rate_limit: &RateLimit) -> io::Result<()> 
 
 /// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
 /// them. A notification, a response or a blank line gets no line back.
-fn handle_line(line: &[u8], catalog: &Catalog, rate_limit: &RateLimit) -> Option<Vec<u8>> {
+fn handle_line(line: &[u8], catalog: &Catalog, rate_limit: &RateLimit, version: &mut String) -> Option<Vec<u8>> {
     // The `\n` that ends the line (and a `\r` before it) is framing, not message.
     let line = line.trim_ascii();
     if line.is_empty() {
@@ -56,7 +58,15 @@ fn handle_line(line: &[u8], catalog: &Catalog, rate_limit: &RateLimit) -> Option
         Ok(Message::Request { id, method, params }) if is_modern(None, &method, params.as_ref()) => {
             answer_modern(None, id, &method, params.as_ref(), catalog)
         }
-        Ok(Message::Request { id, method, params }) => reply(200, id, dispatch(&method, params.as_ref(), catalog)),
+        Ok(Message::Request { id, method, params }) => {
+            let result = dispatch(&method, params.as_ref(), catalog);
+            if method == "initialize"
+                && let Ok(agreed) = &result
+            {
+                *version = agreed["protocolVersion"].as_str().unwrap_or(ASSUMED_VERSION).to_string();
+            }
+            reply(200, id, result.map(|result| for_version(result, version)))
+        }
         Ok(Message::Notification { method }) => {
             eprintln!("notification: {:?}", echo(&method));
             return None;

@@ -355,7 +355,8 @@ struct LookupOrderArguments {
 }
 
 /// `lookup_order`: the order's status, items and total as one text for the model, and
-/// a link to the order's resource, which the host may read for the whole record.
+/// a link to the order's resource, which the host may read for the whole record (a
+/// client of a revision before 2025-06-18 gets the text alone: see `for_version`, mcp.rs).
 /// An id it does not know is a failed call (`isError`), with a hint the model can act on.
 fn lookup_order(arguments: &Map<String, Value>) -> ToolResult {
     let arguments: LookupOrderArguments = match serde_json::from_value(Value::Object(arguments.clone())) {

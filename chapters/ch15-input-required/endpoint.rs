@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::http::{Request, Response};
 use crate::jsonrpc::{Message, RpcError, echo, parse_message, readable_id, reply};
-use crate::mcp::{MODERN_VERSIONS, SUPPORTED_VERSIONS, dispatch};
+use crate::mcp::{ASSUMED_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, dispatch, for_version};
 use crate::modern::{all_versions, answer_modern, check_envelope, is_modern};
 use crate::rate_limit::{RateLimit, caller};
 use crate::streaming::{Era, answer_long_call, long_call, notice};
@@ -77,7 +77,10 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
             if let Some(long) = long_call(&method, params.as_ref(), catalog, Era::Handshake) {
                 return answer_long_call(id, long, format, streams, catalog);
             }
-            format.wrap(reply(200, id, dispatch(&method, params.as_ref(), catalog)))
+            // In the revision the client speaks, which its header names (see `for_version`).
+            let version = request.header("MCP-Protocol-Version").unwrap_or(ASSUMED_VERSION);
+            let result = dispatch(&method, params.as_ref(), catalog).map(|result| for_version(result, version));
+            format.wrap(reply(200, id, result))
         }
         // Nobody waits for an answer to these: acknowledge, with no body.
         Message::Notification { method, params } => {

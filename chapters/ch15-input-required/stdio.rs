@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::Catalog;
 use crate::jsonrpc::{Message, Outcome, RpcError, RpcResponse, echo, parse_message, readable_id, reply};
-use crate::mcp::dispatch;
+use crate::mcp::{ASSUMED_VERSION, dispatch, for_version};
 use crate::modern::{answer_modern, check_envelope, is_modern};
 use crate::rate_limit::{RateLimit, STDIO_CALLER};
 use crate::streaming::{Era, MAX_CALL_TIME, long_call, notice, start_long_call_on_stdio};
@@ -23,6 +23,8 @@ pub fn serve_stdio(catalog: &'static Catalog, rate_limit: &RateLimit) -> io::Res
     eprintln!("serving MCP on stdin/stdout");
     let mut input = io::stdin().lock();
     let mut line = Vec::new();
+    // The revision `initialize` agreed on: every later answer is in it (see `for_version`).
+    let mut version = ASSUMED_VERSION.to_string();
     loop {
         line.clear();
         // Bytes, not a String: a line that is not UTF-8 gets a parse error, it does
@@ -32,7 +34,7 @@ pub fn serve_stdio(catalog: &'static Catalog, rate_limit: &RateLimit) -> io::Res
             catalog.calls.wait_for_all(Instant::now() + MAX_CALL_TIME);
             return Ok(());
         }
-        if let Some(answer) = handle_line(&line, catalog, rate_limit) {
+        if let Some(answer) = handle_line(&line, catalog, rate_limit, &mut version) {
             write_line(&answer)?;
         }
     }
@@ -51,7 +53,12 @@ pub fn write_line(message: &[u8]) -> io::Result<()> {
 /// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
 /// them. A notification, a response or a blank line gets no line back, and neither
 /// does a long call here: its thread writes its lines.
-fn handle_line(line: &[u8], catalog: &'static Catalog, rate_limit: &RateLimit) -> Option<Vec<u8>> {
+fn handle_line(
+    line: &[u8],
+    catalog: &'static Catalog,
+    rate_limit: &RateLimit,
+    version: &mut String,
+) -> Option<Vec<u8>> {
     // The `\n` that ends the line (and a `\r` before it) is framing, not message.
     let line = line.trim_ascii();
     if line.is_empty() {
@@ -77,7 +84,13 @@ fn handle_line(line: &[u8], catalog: &'static Catalog, rate_limit: &RateLimit) -
             if let Some(long) = long_call(&method, params.as_ref(), catalog, Era::Handshake) {
                 return start_long_call_on_stdio(id, long, catalog);
             }
-            reply(200, id, dispatch(&method, params.as_ref(), catalog))
+            let result = dispatch(&method, params.as_ref(), catalog);
+            if method == "initialize"
+                && let Ok(agreed) = &result
+            {
+                *version = agreed["protocolVersion"].as_str().unwrap_or(ASSUMED_VERSION).to_string();
+            }
+            reply(200, id, result.map(|result| for_version(result, version)))
         }
         Ok(Message::Notification { method, params }) => {
             eprintln!("notification: {:?}", echo(&method));

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::http::{Request, Response};
 use crate::jsonrpc::{Message, RpcError, echo, parse_message, readable_id, reply};
-use crate::mcp::{MODERN_VERSIONS, SUPPORTED_VERSIONS, dispatch};
+use crate::mcp::{ASSUMED_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, dispatch, for_version};
 use crate::modern::{all_versions, answer_modern, check_envelope, is_modern};
 use crate::rate_limit::{RateLimit, caller};
 use crate::sessions::{end_session, open_session, session_not_found, take_answer};
@@ -28,7 +28,13 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
     if request.path != "/mcp" {
         return Response::empty(404);
     }
-    // Chapter 16: DELETE ends a session (sessions.rs).
+    // Chapter 16: DELETE ends a session (sessions.rs), and a GET (chapter 17) opens its
+    // stream: both are requests, so a revision this server does not speak is refused first.
+    if (request.method == "DELETE" || request.method == "GET")
+        && let Err(error) = check_protocol_version(request, None)
+    {
+        return reply(400, Value::Null, Err(error));
+    }
     if request.method == "DELETE" {
         return end_session(request, &catalog.sessions);
     }
@@ -79,7 +85,7 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
         return format.wrap(answer_modern(Some(request), id.clone(), method, params.as_ref(), catalog));
     }
     // Before any method runs: a revision this server does not speak is refused.
-    if let Err(error) = check_protocol_version(request, &message) {
+    if let Err(error) = check_protocol_version(request, message.method()) {
         return reply(400, message.id(), Err(error));
     }
     // Chapter 16: the session the request names, if it names one; one this server does
@@ -101,7 +107,11 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
             if let Some(long) = long_call(&method, params.as_ref(), catalog, Era::Handshake, session) {
                 return answer_long_call(id, long, format, streams, catalog);
             }
-            format.wrap(reply(200, id, dispatch(&method, params.as_ref(), catalog, session)))
+            // In the revision the client speaks, which its header names (see `for_version`).
+            let version = request.header("MCP-Protocol-Version").unwrap_or(ASSUMED_VERSION);
+            let result =
+                dispatch(&method, params.as_ref(), catalog, session).map(|result| for_version(result, version));
+            format.wrap(reply(200, id, result))
         }
         // Nobody waits for an answer to these: acknowledge, with no body.
         Message::Notification { method, params } => {
@@ -110,7 +120,12 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
             Response::empty(202)
         }
         // The client's answer to a question a call asked: handed to that call.
-        Message::Response { id, answer } => take_answer(id, answer, session.as_ref(), &catalog.sessions),
+        Message::Response { id: Some(id), answer } => take_answer(id, answer, session.as_ref(), &catalog.sessions),
+        // An error with no id names no question to hand it to: taken, and logged.
+        Message::Response { id: None, answer } => {
+            eprintln!("an error answering no question it names: {}", echo(&answer["error"].to_string()));
+            Response::empty(202)
+        }
     }
 }
 // ANCHOR_END: handle
@@ -330,8 +345,10 @@ pub fn refusal(status: u16, message: &str) -> Response {
 /// before the method runs, so the client is not misled by answers in a dialect it
 /// did not ask for. No header is fine: clients of 2025-03-26 and before never send
 /// one. `initialize` itself is never checked: it is where the revision is chosen.
-fn check_protocol_version(request: &Request, message: &Message) -> Result<(), RpcError> {
-    if message.method() == Some("initialize") {
+/// `method` is the JSON-RPC method, `None` for a GET or DELETE, which carry no message
+/// but are requests all the same: the header comes "on all subsequent requests".
+fn check_protocol_version(request: &Request, method: Option<&str>) -> Result<(), RpcError> {
+    if method == Some("initialize") {
         return Ok(());
     }
     match request.header("MCP-Protocol-Version") {

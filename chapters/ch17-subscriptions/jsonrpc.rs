@@ -19,8 +19,9 @@ pub enum Message {
     /// Has no `id` member at all: fire and forget.
     Notification { method: String, params: Option<Value> },
     /// A client's answer to a request the server sent (chapter 16: a question a call
-    /// asked): the question's `id`, and the whole message, `result` or `error`.
-    Response { id: Value, answer: Value },
+    /// asked): the question's `id`, and the whole message, `result` or `error`. An
+    /// error may come with no `id`, when the client could not read the question's.
+    Response { id: Option<Value>, answer: Value },
 }
 
 impl Message {
@@ -155,9 +156,16 @@ pub fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
         (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method: method.clone(), params }),
         (Some(Value::String(method)), None) => Ok(Message::Notification { method: method.clone(), params }),
         (Some(_), _) => Err(RpcError::invalid_request("`method` must be a string")),
-        (None, Some(id)) if is_response(&object) => Ok(Message::Response { id, answer: Value::Object(object) }),
+        (None, Some(id)) if is_response(&object) => {
+            Ok(Message::Response { id: Some(id), answer: Value::Object(object) })
+        }
+        // An error response may leave its `id` out (the schema's `JSONRPCErrorResponse`
+        // has `id?: RequestId`): its sender could not read the id of what it answers.
+        (None, None) if is_response(&object) && object.contains_key("error") => {
+            Ok(Message::Response { id: None, answer: Value::Object(object) })
+        }
         (None, _) => {
-            Err(RpcError::invalid_request("a message has a `method`, or an `id` and one of `result`, `error`"))
+            Err(RpcError::invalid_request("a message has a `method`, or a `result` with an `id`, or an `error`"))
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::Catalog;
 use crate::jsonrpc::{Message, Outcome, RpcError, RpcResponse, echo, parse_message, readable_id, reply};
-use crate::mcp::dispatch;
+use crate::mcp::{ASSUMED_VERSION, dispatch, for_version};
 use crate::modern::{answer_modern, check_envelope, is_modern};
 use crate::rate_limit::{RateLimit, STDIO_CALLER};
 use crate::sessions::initialize_in_session;
@@ -28,6 +28,8 @@ pub fn serve_stdio(catalog: &'static Catalog, rate_limit: &RateLimit) -> io::Res
     // Chapter 16: over stdio the process is the session, opened by `initialize`. It
     // needs no id on the wire: every line comes from the one client.
     let mut session: Option<String> = None;
+    // The revision `initialize` agreed on: every later answer is in it (see `for_version`).
+    let mut version = ASSUMED_VERSION.to_string();
     loop {
         line.clear();
         // Bytes, not a String: a line that is not UTF-8 gets a parse error, it does
@@ -40,7 +42,7 @@ pub fn serve_stdio(catalog: &'static Catalog, rate_limit: &RateLimit) -> io::Res
             catalog.calls.wait_for_all(Instant::now() + MAX_CALL_TIME);
             return Ok(());
         }
-        if let Some(answer) = handle_line(&line, catalog, rate_limit, &mut session) {
+        if let Some(answer) = handle_line(&line, catalog, rate_limit, &mut session, &mut version) {
             write_line(&answer)?;
         }
     }
@@ -65,6 +67,7 @@ fn handle_line(
     catalog: &'static Catalog,
     rate_limit: &RateLimit,
     session: &mut Option<String>,
+    version: &mut String,
 ) -> Option<Vec<u8>> {
     // The `\n` that ends the line (and a `\r` before it) is framing, not message.
     let line = line.trim_ascii();
@@ -95,6 +98,9 @@ fn handle_line(
                 catalog.sessions.listen_on_stdout(&opened);
                 *session = Some(opened);
             }
+            if let Ok(agreed) = &result {
+                *version = agreed["protocolVersion"].as_str().unwrap_or(ASSUMED_VERSION).to_string();
+            }
             reply(200, id, result)
         }
         Ok(Message::Request { id, method, params }) => {
@@ -102,7 +108,11 @@ fn handle_line(
             if let Some(long) = long_call(&method, params.as_ref(), catalog, Era::Handshake, current) {
                 return start_long_call_on_stdio(id, long, catalog);
             }
-            reply(200, id, dispatch(&method, params.as_ref(), catalog, current))
+            reply(
+                200,
+                id,
+                dispatch(&method, params.as_ref(), catalog, current).map(|result| for_version(result, version)),
+            )
         }
         Ok(Message::Notification { method, params }) => {
             eprintln!("notification: {:?}", echo(&method));
@@ -111,9 +121,13 @@ fn handle_line(
         }
         // The answer to a question a call asked. One nobody waits for has no status
         // line to be refused with here: the log says so.
+        // An error with no id (the client could not read the question's) names none.
         Ok(Message::Response { id, answer }) => {
-            if !current.is_some_and(|session| catalog.sessions.answer(&session.id, &id, answer)) {
-                eprintln!("an answer to no question waiting ({}): ignored", echo(&id.to_string()));
+            let asked = |id: &serde_json::Value| {
+                current.is_some_and(|session| catalog.sessions.answer(&session.id, id, answer))
+            };
+            if !id.as_ref().is_some_and(asked) {
+                eprintln!("an answer to no question waiting ({}): ignored", echo(&id.unwrap_or_default().to_string()));
             }
             return None;
         }
