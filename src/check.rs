@@ -21,6 +21,7 @@
 //!
 //! and a summary at the end. Rows marked `≠` are the ones that differ.
 
+use std::fs;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -768,11 +769,18 @@ pub fn summary(chapter: &Chapter, target: &Target, results: &[Checked], unchecke
     if failed.is_empty() {
         text.push_str(&format!("All {total} exchanges answered as chapter {} expects.\n", chapter.number));
         if *target == Target::Exercise {
+            // From chapter 11 the exercise is one file of the chapter, its piece.
             text.push_str(&format!(
-                "Well done. Compare your code with the chapter's: {}\n\
-                 Then delete the `TODO(exercise)` block at the top of your file: the compiler may have more to say.\n",
-                relative(&chapter.solution_path())
+                "Well done. Compare your code with the chapter's: {}\n",
+                relative(&chapter.exercise_counterpart())
             ));
+            let intro_left =
+                fs::read_to_string(chapter.exercise_path()).is_ok_and(|code| code.contains("// TODO(exercise)"));
+            if intro_left {
+                text.push_str(
+                    "Then delete the `TODO(exercise)` block at the top of your file: the compiler may have more to say.\n",
+                );
+            }
         }
         if let Some(next) = chapters::CHAPTERS.iter().find(|c| c.number == chapter.number + 1) {
             text.push_str(&format!(

@@ -12,7 +12,8 @@
 //! - on the page, only a hint whose summary says it is "the answer" shows code (a
 //!   fenced block): the others point and explain;
 //! - the page shows none of the code the exercise asks for above the exercise: an
-//!   include of a function a TODO region sits in comes after the `## Exercise` heading.
+//!   include of a function a TODO region sits in, and the step's diff, come after the
+//!   `## Exercise` heading.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -225,6 +226,10 @@ fn the_page_shows_no_exercised_code_above_the_exercise() {
             if let Some(name) = lines[..line - 1].iter().rev().find_map(|l| function_name(l)) {
                 exercised.insert(name);
             }
+        }
+        // The step's diff holds the whole answer: it too comes after the exercise.
+        if page[..exercise_at].contains("changes.diff}}") {
+            problems.push(format!("{}.md: shows the step's diff (changes.diff) above the exercise", chapter.name));
         }
         let file = chapter.exercise_counterpart().file_name().unwrap().to_string_lossy().into_owned();
         let include = format!("{{{{#include ../../chapters/{}/{file}:", chapter.name);

@@ -124,10 +124,13 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
         None | Some(Value::Object(_)) => object.get("params").cloned(),
         Some(_) => return Err(RpcError::invalid_request("`params` must be an object")),
     };
+    // ANCHOR: kinds
     // TODO: tell the kind by the members present, and take only ids a client can match its response with.
-    // Proven by "An id that is null is invalid" and "A request named like a notification is still a request".
+    // Proven by "An id that is null is invalid", "A request named like a notification is still a request"
+    // and "A client's error response without an id gets 202".
     todo!("tell the kind of message")
     // END TODO
+    // ANCHOR_END: kinds
 }
 
 /// An id is a string or an integer, and comes back exactly as it was sent: `"7"`

@@ -122,6 +122,7 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
         None | Some(Value::Object(_)) => object.get("params").cloned(),
         Some(_) => return Err(RpcError::invalid_request("`params` must be an object")),
     };
+    // ANCHOR: kinds
     // Absent is not the same as null: no `id` member makes a notification, while
     // `"id": null` is a request with an id nobody could answer to.
     let id = object.get("id").map(valid_id).transpose()?;
@@ -138,6 +139,7 @@ fn parse_message(body: &[u8]) -> Result<Message, RpcError> {
             Err(RpcError::invalid_request("a message has a `method`, or a `result` with an `id`, or an `error`"))
         }
     }
+    // ANCHOR_END: kinds
 }
 
 /// An id is a string or an integer, and comes back exactly as it was sent: `"7"`
