@@ -79,9 +79,11 @@ fn check_envelope(request: Option<&Request>, method: &str, params: Option<&Value
             header_matches(request, "Mcp-Name", name)?;
         }
     }
-    // 3. A revision this server speaks. (A version that is not a string never gets
-    // here: no header equals it.)
-    let version = version.as_str().unwrap_or_default();
+    // 3. A revision this server speaks. Over HTTP a version that is not a string never
+    // gets here (no header equals it); over stdio it is malformed params, as at 1.
+    let Some(version) = version.as_str() else {
+        return Err(RpcError::invalid_params(&format!("params._meta.{PROTOCOL_VERSION_KEY} must be a string")));
+    };
     if !MODERN_VERSIONS.contains(&version) {
         return Err(RpcError::unsupported_version(version));
     }
