@@ -238,11 +238,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                 "inputSchema": {
                     "type": "object",
                     "properties": {
-                        "note": {
-                            "type": "string",
-                            "maxLength": 200,
-                            "description": "A note to the payroll office, sent with the run, if the user gave one.",
-                        },
+                        "note": { "type": "string", "maxLength": 200, "description": "A note to the payroll office." },
                     },
                     "additionalProperties": false,
                 },
