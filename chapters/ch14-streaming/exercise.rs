@@ -65,9 +65,9 @@ impl<'a> Call<'a> {
     /// token, and only forward: "The `progress` value MUST increase with each
     /// notification", so a value no larger than the last one is not sent.
     pub fn progress(&mut self, done: u64, total: u64, message: &str) {
-        // TODO: decision 1: send this progress only if the client asked for progress, and only if
-        // the spec lets this value follow the last one. Proven by "A long call, streamed:
-        // progress, then the result" and "The handshake era: no progress token, nothing to stream".
+        // TODO: decision 1: send this progress only if the client asked for progress, only while the
+        // call runs, and only if the spec lets this value follow the last one. Proven by "A long call,
+        // streamed: progress, then the result" and "The handshake era: no progress token, nothing to stream".
         let token: Value = todo!("may this progress be sent?");
         // END TODO
         self.last_progress = Some(done);

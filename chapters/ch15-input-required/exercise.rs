@@ -74,9 +74,9 @@ pub fn call_asking(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcE
     let call = originating_call(APPROVE_PAYROLL, params.get("arguments"));
     // The state comes back from the client: bounded, verified, unexpired, unused, or refused.
     if let Some(state) = params.get("requestState") {
-        // TODO: decisions 2 and 3: believe nothing this retry carries before its state passes; a state
-        // that passed is spent, and then the answer decides, or the question is asked again. Proven by "A
-        // tampered state is refused", "The same approved retry, sent again, is refused", "The user declines".
+        // TODO: decisions 2 and 3: believe nothing this retry carries before its state passes; a state that
+        // passed is spent, then the answer decides, or the question is asked again. Proven by "A tampered state
+        // is refused", "The same approved retry, sent again, is refused", "The user accepts the form, and answers no".
         todo!("take the retry")
         // END TODO
     }

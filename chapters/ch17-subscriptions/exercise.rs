@@ -191,8 +191,8 @@ pub fn open_stream(request: &Request, sessions: &'static Sessions) -> Response {
         let error = RpcError::invalid_request("`Accept` must allow text/event-stream: a session's stream is one");
         return reply(406, Value::Null, Err(error));
     }
-    // TODO: decision 3: the stream, if `sessions.listen` opens it; else the answer that says why not,
-    // each with its status. Proven by "One stream per session (409), and `--max-streams` in all (503)"
+    // TODO: decision 3: the session's stream, if it may open; else the answer that says why not, each
+    // refusal with its status. Proven by "One stream per session (409), and `--max-streams` in all (503)"
     // and "A stream for a session that has ended is 404".
     let (number, messages): (u64, mpsc::Receiver<Value>) = todo!("open the stream, or say why not");
     // END TODO
