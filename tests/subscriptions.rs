@@ -4,8 +4,11 @@
 //! their own stream, and a change made by a 2026-07-28 call reaches a handshake-era
 //! subscriber. And a session's subscriptions are bounded: this server has five
 //! resources, fewer than `MAX_SUBSCRIPTIONS` (16), so the hidden flag
-//! `--max-subscriptions` lowers the bound to two for the test to reach it. (One stream
-//! per session, and `--max-streams` in all, are in the transcript.)
+//! `--max-subscriptions` lowers the bound to two for the test to reach it. A session whose
+//! client listens on its stream is in use: it does not expire while the stream is open,
+//! and is the last to be ended to make room; a GET for a session that has expired is 404
+//! (`--session-idle-secs` makes a second idle). (One stream per session, and
+//! `--max-streams` in all, are in the transcript.)
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
@@ -127,4 +130,42 @@ fn a_session_subscribes_to_a_bounded_number_of_resources() {
     assert_eq!(subscribe(&session, LAST_RUN)["result"], json!({}));
     let other = open_session(server.address, json!({}));
     assert_eq!(subscribe(&other, "docs://pay-rules")["result"], json!({}));
+}
+
+/// A `ping` in `session`: its status (404 once the session has ended).
+fn ping_status(address: SocketAddr, session: &str) -> u16 {
+    let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" });
+    replay::send(address, &post(Some(session), &ping)).expect("the ping is answered").status
+}
+
+#[test]
+fn a_listening_session_is_the_last_to_be_ended_to_make_room() {
+    let server = RunningServer::start(Path::new(BINARY), &["--max-sessions".into(), "2".into()]).unwrap();
+    let listening = subscribed_session(server.address);
+    let (_stream, _raw) = open_stream(server.address, &listening);
+    let idle = subscribed_session(server.address);
+    // A third session needs a place: the listening one has been idle longer by the clock,
+    // but its client is listening; the other one ends.
+    let _third = subscribed_session(server.address);
+    assert_eq!(ping_status(server.address, &idle), 404, "the idle session should have made room");
+    assert_eq!(ping_status(server.address, &listening), 200, "the listening session was ended to make room");
+}
+
+#[test]
+fn a_listening_session_does_not_expire_and_a_stream_for_an_expired_one_is_404() {
+    let server = RunningServer::start(Path::new(BINARY), &["--session-idle-secs".into(), "1".into()]).unwrap();
+    let listening = subscribed_session(server.address);
+    let (stream, _raw) = open_stream(server.address, &listening);
+    let away = subscribed_session(server.address);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Idle for longer than a session may be: the one whose client listened is still open.
+    assert_eq!(ping_status(server.address, &listening), 200, "a listening session expired");
+    // The other expired: its GET is 404, like any request in it, and opens no stream.
+    let get = request("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &away)], "");
+    let answer = replay::send(server.address, &get).expect("the GET is answered");
+    assert_eq!(answer.status, 404, "a stream opened for an expired session: {}", answer.body);
+    // Once the stream ends, the session's idle time starts then.
+    drop(stream);
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    assert_eq!(ping_status(server.address, &listening), 404, "a session outlived its idle time after its stream");
 }

@@ -10,9 +10,9 @@
 // exercise binary is that server with this file in place of `streaming.rs`.
 // Check your work: `cargo run -- check 14`. The solution: `streaming.rs`, next to this file.
 //
-// Until the TODOs are written, some items below are unused and the compiler would
-// warn about each one. This line keeps the build quiet; delete this block when done.
-#![allow(dead_code, unused_imports, unused_variables)]
+// Until the TODOs are written, some items below are unused or unreachable and the compiler
+// would warn about each one. This line keeps the build quiet; delete this block when done.
+#![allow(dead_code, unused_imports, unused_variables, unreachable_code, clippy::diverging_sub_expression)]
 // END TODO
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,24 +65,27 @@ impl<'a> Call<'a> {
     /// token, and only forward: "The `progress` value MUST increase with each
     /// notification", so a value no larger than the last one is not sent.
     pub fn progress(&mut self, done: u64, total: u64, message: &str) {
-        // TODO: only with a progress token (`self.progress_token`), only forward (a `done` no
-        // larger than `self.last_progress` is not sent), and not once the call is `stopped()`.
-        // Remember `done`, then send `notification("notifications/progress", ...)` through
-        // `self.outlet`, with `progressToken`, `progress`, `total` and `message`.
-        todo!("report progress")
+        // TODO: decision 1: send this progress only if the client asked for progress, only while the
+        // call runs, and only if the spec lets this value follow the last one. Proven by "A long call,
+        // streamed: progress, then the result" and "The handshake era: no progress token, nothing to stream".
+        let token: Value = todo!("may this progress be sent?");
         // END TODO
+        self.last_progress = Some(done);
+        let params = json!({ "progressToken": token, "progress": done, "total": total, "message": message });
+        self.outlet.send(&notification("notifications/progress", params));
     }
 
     /// Log a message for the client (`2025-11-25/server/utilities/logging.mdx`): only
     /// when it is at or above the level the client wants. `data` is any JSON; it must
     /// hold no secret and nothing that identifies a person (Security).
     pub fn log(&mut self, level: Level, data: Value) {
-        // TODO: only when the client wants messages (`self.log_level` is some) at this level
-        // or above (`Level` compares: `Level::Debug < Level::Info`), and not once `stopped()`.
-        // Then send `notification("notifications/message", ...)`, with `level`, `logger`
-        // (`SERVER_NAME`) and `data`.
-        todo!("log a message")
+        // TODO: decision 1: send this message only if the client asked to hear messages of this
+        // level, and only while the call runs. Proven by "2026-07-28: progress, and log messages
+        // from `warning` up" and "Over stdio: `logging/setLevel` lasts".
+        todo!("may this message be sent?");
         // END TODO
+        let params = json!({ "level": level, "logger": SERVER_NAME, "data": data });
+        self.outlet.send(&notification("notifications/message", params));
     }
 
     /// Take `duration` (the time a step of work takes), or less when the call is to
@@ -203,24 +206,16 @@ pub fn long_call(method: &str, params: Option<&Value>, catalog: &'static Catalog
     let name = params?.get("name")?.as_str()?;
     let tool = catalog.tools.iter().find(|tool| tool.definition["name"] == name)?;
     let Run::Steps(_) = tool.run else { return None };
-    let arguments = match params?.get("arguments") {
-        None => Map::new(),
-        Some(Value::Object(arguments)) => arguments.clone(),
-        Some(_) => return None,
-    };
-    if !check_arguments(&tool.definition["inputSchema"], &arguments).is_empty() {
-        return None;
-    }
-    let progress_token = progress_token(params).ok()?;
-    let log_level = match era {
-        // Per request, and none unless asked for: "The server MUST NOT emit
-        // `notifications/message` for a request that does not include this field"
-        // (`2026-07-28/server/utilities/logging.mdx`). `check_envelope` read it already.
-        Era::Modern => request_meta(params).and_then(|meta| meta.get(LOG_LEVEL_KEY)).and_then(Level::named),
-        // Where `initialize` announces `logging` (over stdio), from the level set there;
-        // over HTTP it announces none, and sends none.
-        Era::Handshake => catalog.calls.remembers_level.then(|| catalog.calls.level()),
-    };
+    // TODO: decision 2: only a call nothing can be wrong with any more may start streaming; give
+    // `None` for any other, and `dispatch` answers it at once. Proven by "A progress token must be
+    // a string or an integer", "Arguments `run_payroll` does not take are answered at once, not streamed".
+    let (arguments, progress_token): (Map<String, Value>, Option<Value>) = todo!("is this call right?");
+    // END TODO
+    // TODO: decision 1: the least severe log messages this client asked to hear, each era asking
+    // its own way; `None`: no log messages at all. Proven by "2026-07-28: nothing asked for,
+    // nothing streamed", "The handshake era: no progress token, nothing to stream".
+    let log_level: Option<Level> = todo!("which log messages does this client want?");
+    // END TODO
     Some(LongCall { tool, arguments, progress_token, log_level, era })
 }
 
@@ -251,13 +246,17 @@ pub fn answer_long_call(
     // In the handshake era a call is cancelled by a `notifications/cancelled`; in
     // 2026-07-28, over HTTP, by the client closing the stream and by nothing else
     // (`2026-07-28/basic/transports/streamable-http.mdx`, Cancellation).
-    let Some(running) = catalog.calls.start(&id, long.era == Era::Handshake) else {
+    // TODO: decision 3: may a `notifications/cancelled` stop this call, and does a client that
+    // closes the stream cancel it? Proven by "The handshake era: a client that leaves has not
+    // cancelled", "2026-07-28: `notifications/cancelled` over HTTP stops nothing".
+    let (by_notice, closing_cancels): (bool, bool) = todo!("what cancels a call of this era?");
+    // END TODO
+    let Some(running) = catalog.calls.start(&id, by_notice) else {
         return reply(503, id, Err(RpcError::busy(catalog.calls.max))).with_header("Retry-After", "1");
     };
     let events = answers_with_events(&long, format, streams);
     let content_type = if events { "text/event-stream" } else { "application/json" };
     Response::stream(200, content_type, move |writer| {
-        let closing_cancels = long.era == Era::Modern;
         let mut outlet = ResponseBody { writer, events, running: &running, closing_cancels };
         match finish_long_call(id, &long, &mut outlet) {
             Some(answer) => outlet.finish(&answer),
@@ -273,9 +272,9 @@ pub fn answer_long_call(
 /// the call has something to report before its result (a progress token, or a log
 /// level); and always for a client that reads nothing else (`Format::EventStream`).
 fn answers_with_events(long: &LongCall, format: Format, streams: bool) -> bool {
-    // TODO: an event stream when `Accept` allows one (`streams`) and the call has
-    // something to report before its result (a progress token, or a log level); and
-    // for a client that reads nothing else (`format` is `Format::EventStream`).
+    // TODO: decision 2: whether this call's answer is an event stream. Proven by "A long call,
+    // streamed: progress, then the result", "A client that reads only JSON gets the result
+    // alone" and "2026-07-28: nothing asked for, nothing streamed".
     todo!("stream or not")
     // END TODO
 }
@@ -305,11 +304,10 @@ impl Outlet for ResponseBody<'_, '_> {
     /// have effects its client counts on. In 2026-07-28 "The server MUST treat a
     /// client disconnect as cancellation" (`2026-07-28/basic/patterns/cancellation.mdx`).
     fn cancelled(&mut self) -> bool {
-        // TODO: in 2026-07-28 (`self.closing_cancels`), a client that has closed the stream
-        // (`self.writer.client_gone()`) has cancelled the call: `self.running.cancel()`. In
-        // either era, answer whether the call is cancelled (`self.running.is_cancelled()`).
-        todo!("has the client cancelled?")
-        // END TODO
+        if self.closing_cancels && self.writer.client_gone() {
+            self.running.cancel();
+        }
+        self.running.is_cancelled()
     }
 }
 
@@ -325,13 +323,23 @@ impl ResponseBody<'_, '_> {
 /// was cancelled, which gets no response at all ("Not send a response for the
 /// cancelled request", `2025-11-25/basic/utilities/cancellation.mdx`).
 fn finish_long_call(id: Value, long: &LongCall, outlet: &mut dyn Outlet) -> Option<Vec<u8>> {
-    // TODO: make a `Call` (`Call::new`) with the call's progress token and log level, and
-    // `run_tool` with it. A cancelled call (`call.outlet.cancelled()`) gets no response:
-    // `None`. A call past its deadline (`call.timed_out()`) gets an internal error. A
-    // modern call's result is marked with `complete("tools/call", ...)`. The response is
-    // `reply(200, id, outcome).body`.
-    todo!("run a long call to its end")
+    let mut call = Call::new(outlet, long.progress_token.clone(), long.log_level);
+    let result = run_tool(long.tool, &long.arguments, &mut call);
+    // TODO: decision 3: what a call its client has cancelled is answered. Proven by
+    // "`notifications/cancelled` stops a call: no result".
+    todo!("a cancelled call");
     // END TODO
+    let outcome = if call.timed_out() {
+        let seconds = MAX_CALL_TIME.as_secs();
+        Err(RpcError::internal_error(&format!("the call took longer than {seconds} s, and was stopped")))
+    } else {
+        result.map(|result| serde_json::to_value(result).expect("a tool result always serializes"))
+    };
+    let outcome = match long.era {
+        Era::Modern => outcome.map(|result| complete("tools/call", result)),
+        Era::Handshake => outcome,
+    };
+    Some(reply(200, id, outcome).body)
 }
 
 /// Start a long call on stdio, on a thread of its own that writes its lines as they
@@ -339,12 +347,20 @@ fn finish_long_call(id: Value, long: &LongCall, outlet: &mut dyn Outlet) -> Opti
 /// `notifications/cancelled`, in either era: "there is no per-request stream to close"
 /// (`2026-07-28/basic/transports/stdio.mdx`, Cancellation).
 pub fn start_long_call_on_stdio(id: Value, long: LongCall, catalog: &'static Catalog) -> Option<Vec<u8>> {
-    // TODO: take a place for the call (`catalog.calls.start(&id, true)`; none left: the line
-    // of `RpcError::busy`). Then run it on a thread of its own (`thread::spawn`), with a
-    // `StdoutLines` outlet, and write its response with `write_line` unless it was
-    // cancelled; the loop in `serve_stdio` reads on meanwhile. Answer `None`: no line now.
-    todo!("start a long call on stdio")
-    // END TODO
+    let Some(running) = catalog.calls.start(&id, true) else {
+        return Some(reply(503, id, Err(RpcError::busy(catalog.calls.max))).body);
+    };
+    let answer_to = id.clone();
+    let spawned = thread::Builder::new().name("call".into()).spawn(move || {
+        let mut outlet = StdoutLines { running: &running };
+        if let Some(answer) = finish_long_call(id, &long, &mut outlet) {
+            let _ = write_line(&answer);
+        }
+    });
+    match spawned {
+        Ok(_) => None,
+        Err(_) => Some(reply(503, answer_to, Err(RpcError::busy(catalog.calls.max))).body),
+    }
 }
 
 /// A long call's outlet on stdio: lines on stdout, among the other answers.

@@ -12,9 +12,9 @@
 // exercise binary is that server with this file in place of `input_required.rs`.
 // Check your work: `cargo run -- check 15`. The solution: `input_required.rs`, next to this file.
 //
-// Until the TODOs are written, some items below are unused and the compiler would
-// warn about each one. This line keeps the build quiet; delete this block when done.
-#![allow(dead_code, unused_imports, unused_variables)]
+// Until the TODOs are written, some items below are unused or unreachable and the compiler
+// would warn about each one. This line keeps the build quiet; delete this block when done.
+#![allow(dead_code, unused_imports, unused_variables, unreachable_code, clippy::diverging_sub_expression)]
 // END TODO
 
 use std::sync::Mutex;
@@ -22,9 +22,10 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
+use crate::Tool;
 use crate::endpoint::same_secret;
 use crate::jsonrpc::RpcError;
-use crate::mcp::ToolResult;
+use crate::mcp::{ToolResult, arguments_refused, tool_arguments};
 use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
 use crate::streaming::lock;
 
@@ -55,41 +56,29 @@ pub fn asks_client(params: Option<&Value>) -> bool {
 }
 
 /// `tools/call` of a tool that asks: the first call, or a retry with the answers.
-pub fn call_asking(params: Option<&Value>) -> Result<Value, RpcError> {
+pub fn call_asking(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
     let params = params.expect("asks_client saw a name");
-    // The question is a form: ask only a client that takes forms, one that declared
-    // `elicitation` empty (forms, for backwards compatibility) or with `form`
-    // (`2026-07-28/client/elicitation.mdx`, Capabilities). Any other gets -32021, whose
-    // status is 400 (`2026-07-28/basic/index.mdx`, `_meta`).
-    let elicitation = request_meta(Some(params))
-        .and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY))
-        .and_then(|capabilities| capabilities.get("elicitation"))
-        .and_then(Value::as_object);
-    let can_elicit = elicitation.is_some_and(|modes| modes.is_empty() || modes.contains_key("form"));
-    if !can_elicit {
-        return Err(RpcError {
-            code: MISSING_CLIENT_CAPABILITY,
-            message: format!(
-                "{APPROVE_PAYROLL} asks the user for approval in a form: the client must declare the elicitation capability, with form mode"
-            ),
-            data: Some(json!({ "requiredCapabilities": { "elicitation": { "form": {} } } })),
-        });
+    // Its arguments are checked first, as every call's are ("Validate all tool inputs",
+    // `2026-07-28/server/tools.mdx`, Security Considerations): not an object is -32602,
+    // what its schema does not take a failed result. No question for a call that cannot run.
+    let tool = tools.iter().find(|tool| tool.definition["name"] == APPROVE_PAYROLL).expect("the porch offers it");
+    if let Some(refused) = arguments_refused(tool, &tool_arguments(Some(params))?) {
+        return Ok(serde_json::to_value(refused).expect("a tool result always serializes"));
     }
+    // TODO: decision 1: ask only a client that declared it can answer this question, in this mode,
+    // and tell any other what it lacks. Proven by "A client that cannot answer is not asked", "A client
+    // that takes URL mode only is not asked" and "A client that declares form mode alone is asked too".
+    todo!("may this client be asked?");
+    // END TODO
     // The call a state is issued for, and the only one it comes back on.
     let call = originating_call(APPROVE_PAYROLL, params.get("arguments"));
     // The state comes back from the client: bounded, verified, unexpired, unused, or refused.
     if let Some(state) = params.get("requestState") {
-        // TODO: the state must be a string (else `RpcError::invalid_params`), and pass
-        // `verify_state(state, &call, now_secs())?`, which gives its id and expiry. Then
-        // use it up, once: `lock(&USED_STATES).use_once(..)` refuses a state used before
-        // (`map_err(state_refused)?`). Then, when `inputResponses.approval` is there, the
-        // call completes: "Payroll approved by the user and run for this week." when its
-        // `action` is "accept" and `content.approve` is true, else "Payroll not run: the
-        // user did not approve it." (a `ToolResult::text`, turned into a value). Without
-        // the answer, fall through: the tool asks again.
-        todo!("take the retry: verify the state, use it up, then read the answer")
+        // TODO: decisions 2 and 3: believe nothing this retry carries before its state passes; a state that
+        // passed is spent, then the answer decides, or the question is asked again. Proven by "A tampered state
+        // is refused", "The same approved retry, sent again, is refused", "The user accepts the form, and answers no".
+        todo!("take the retry")
         // END TODO
-        // A valid state but no answer to our question: ask again, with a fresh state.
     }
     Ok(json!({
         "resultType": "input_required",
@@ -150,12 +139,9 @@ fn sign_state(call: &str, expires: u64) -> String {
 /// Check a state that came back: size, tag, shape, call, expiry, in that order. Its id
 /// and expiry, when it passes.
 fn verify_state(state: &str, call: &str, now: u64) -> Result<(u64, u64), RpcError> {
-    // TODO: refuse with `state_refused(WHY)` a state longer than `MAX_STATE_BYTES` ("is
-    // too long") before reading it; one whose last `.`-separated part is not `state_tag`
-    // of the rest, compared with `same_secret` (`NOT_ISSUED`); one not shaped
-    // `v2.ID.EXPIRES.CALL` with ID and EXPIRES numbers (`NOT_ISSUED` too); one whose CALL
-    // is not `call` ("was issued for another call"); and one whose EXPIRES is before
-    // `now` ("has expired"). Give its ID and EXPIRES.
+    // TODO: decision 2: refuse a state this server did not issue, or issued for another call, or that
+    // has expired, reading no more of it than needed; give its id and expiry. Proven by "A tampered
+    // state is refused", "A state brought back on another call is refused", "An expired state is refused".
     todo!("verify the state that came back")
     // END TODO
 }

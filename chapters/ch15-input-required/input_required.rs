@@ -11,9 +11,10 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
+use crate::Tool;
 use crate::endpoint::same_secret;
 use crate::jsonrpc::RpcError;
-use crate::mcp::ToolResult;
+use crate::mcp::{ToolResult, arguments_refused, tool_arguments};
 use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
 use crate::streaming::lock;
 
@@ -44,8 +45,15 @@ pub fn asks_client(params: Option<&Value>) -> bool {
 }
 
 /// `tools/call` of a tool that asks: the first call, or a retry with the answers.
-pub fn call_asking(params: Option<&Value>) -> Result<Value, RpcError> {
+pub fn call_asking(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
     let params = params.expect("asks_client saw a name");
+    // Its arguments are checked first, as every call's are ("Validate all tool inputs",
+    // `2026-07-28/server/tools.mdx`, Security Considerations): not an object is -32602,
+    // what its schema does not take a failed result. No question for a call that cannot run.
+    let tool = tools.iter().find(|tool| tool.definition["name"] == APPROVE_PAYROLL).expect("the porch offers it");
+    if let Some(refused) = arguments_refused(tool, &tool_arguments(Some(params))?) {
+        return Ok(serde_json::to_value(refused).expect("a tool result always serializes"));
+    }
     // The question is a form: ask only a client that takes forms, one that declared
     // `elicitation` empty (forms, for backwards compatibility) or with `form`
     // (`2026-07-28/client/elicitation.mdx`, Capabilities). Any other gets -32021, whose

@@ -240,13 +240,14 @@ pub fn answer_long_call(
     // In the handshake era a call is cancelled by a `notifications/cancelled`; in
     // 2026-07-28, over HTTP, by the client closing the stream and by nothing else
     // (`2026-07-28/basic/transports/streamable-http.mdx`, Cancellation).
-    let Some(running) = catalog.calls.start(&id, long.era == Era::Handshake) else {
+    let by_notice = long.era == Era::Handshake;
+    let closing_cancels = long.era == Era::Modern;
+    let Some(running) = catalog.calls.start(&id, by_notice) else {
         return reply(503, id, Err(RpcError::busy(catalog.calls.max))).with_header("Retry-After", "1");
     };
     let events = answers_with_events(&long, format, streams);
     let content_type = if events { "text/event-stream" } else { "application/json" };
     Response::stream(200, content_type, move |writer| {
-        let closing_cancels = long.era == Era::Modern;
         let mut outlet = ResponseBody { writer, events, running: &running, closing_cancels };
         match finish_long_call(id, &long, &mut outlet) {
             Some(answer) => outlet.finish(&answer),

@@ -13,9 +13,9 @@
 // exercise binary is that server with this file in place of `sessions.rs`.
 // Check your work: `cargo run -- check 16`. The solution: `sessions.rs`, next to this file.
 //
-// Until the TODOs are written, some items below are unused and the compiler would
-// warn about each one. This line keeps the build quiet; delete this block when done.
-#![allow(dead_code, unused_imports, unused_variables)]
+// Until the TODOs are written, some items below are unused or unreachable and the compiler
+// would warn about each one. This line keeps the build quiet; delete this block when done.
+#![allow(dead_code, unused_imports, unused_variables, unreachable_code, clippy::diverging_sub_expression)]
 // END TODO
 
 use crate::parse_state_key;
@@ -200,9 +200,11 @@ impl Sessions {
     /// Hand a client's answer to the call that asked `question` in this session.
     /// `false`: no call of this session waits for it.
     pub fn answer(&self, id: &str, question: &Value, answer: Value) -> bool {
-        let mut open = lock(&self.open);
-        let waiting = open.get_mut(id).and_then(|entry| entry.waiting.remove(question.as_str()?));
-        waiting.is_some_and(|call| call.send(answer).is_ok())
+        // TODO: decision 3: hand `answer` to the call of session `id` that waits for `question`, and say
+        // whether one did; a question id is one session's own. Proven by "An answer from another session
+        // is refused" and "A call in the session asks, and waits for the answer".
+        todo!("whose answer is it?")
+        // END TODO
     }
 }
 
@@ -211,13 +213,11 @@ impl Sessions {
 /// Capabilities), `sampling`, `roots`. Only these names are kept: a client cannot make
 /// its session large.
 fn answerable(capabilities: Option<&Value>) -> Vec<&'static str> {
-    let declared = |name: &str| capabilities.and_then(|c| c.get(name)).and_then(Value::as_object);
-    let mut answers = Vec::new();
-    if declared("elicitation").is_some_and(|modes| modes.is_empty() || modes.contains_key("form")) {
-        answers.push("elicitation");
-    }
-    answers.extend(["sampling", "roots"].into_iter().filter(|name| declared(name).is_some()));
-    answers
+    // TODO: decision 2: the requests this client can be sent (of `elicitation`, `sampling`, `roots`),
+    // from the capabilities it declared in `initialize`. Proven by "... and is not sent a form" and
+    // "... and is not asked".
+    todo!("what can this client answer?")
+    // END TODO
 }
 
 /// Session number `number` as 32 hex digits: two SipHash-2-4 tags of it under this
@@ -233,18 +233,18 @@ pub fn session_id(key: &[u8; 16], number: u64) -> String {
 /// `initialize`, and a session for the client when the handshake succeeds: the answer,
 /// and the new session's id.
 pub fn initialize_in_session(params: Option<&Value>, catalog: &Catalog) -> (Result<Value, RpcError>, Option<String>) {
-    // TODO: answer as `initialize(params)` does; when that succeeds, also open a session
-    // with `catalog.sessions.open(..)`, given the client's `params.capabilities`, and
-    // give its id. A failed handshake opens no session.
-    todo!("the handshake, and a session for the client")
+    // TODO: decision 1: the handshake's answer, and a session for this client (remembering what it can
+    // answer) when one should begin. Proven by "`initialize` opens a session" and "A failed `initialize`
+    // opens no session", with the session ids that follow it.
+    todo!("the handshake, and a session")
     // END TODO
 }
 
 /// `initialize` over HTTP: the session's id goes back in the `Mcp-Session-Id` header.
 pub fn open_session(id: Value, params: Option<&Value>, catalog: &Catalog) -> Response {
-    // TODO: `initialize_in_session`, answered with `reply(200, id, ..)`; a new session's
-    // id goes in the `Mcp-Session-Id` header (`Response::with_header`).
-    todo!("answer initialize, the session's id in a header")
+    // TODO: decision 1: answer `initialize` over HTTP, and tell the client its session's id the way the
+    // transport says. Proven by "`initialize` opens a session".
+    todo!("answer initialize, with the session's id")
     // END TODO
 }
 
@@ -276,20 +276,30 @@ impl Call<'_> {
     /// in the same session (`take_answer`). `Ok`: its `result`. `Err`: why there is
     /// none, for the model.
     pub fn ask(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        // TODO: `self.asking` says where to ask, or why not (`Err`: return it as the
-        // reason). Ask only a client whose session `answers` the capability the method
-        // is named after (`elicitation` for `elicitation/create`); else the reason is
-        // "the client did not declare the `elicitation` capability for forms, so it
-        // cannot be asked" (" for forms" only for `elicitation`). Nor a client whose
-        // session is not `initialized` yet (it has not sent `notifications/initialized`):
-        // the reason is `NEEDS_INITIALIZED`. Then `sessions.expect_answer(..)` gives the
-        // question's id and where its answer arrives; send the request (`jsonrpc`, that
-        // `id`, `method`, `params`) through `self.outlet`, and wait for the answer in
-        // steps of `STOP_CHECK_INTERVAL`, giving up when `self.stopped()` or the session
-        // ends. `sessions.forget(..)` the question either way. An answer's `result` is
-        // the `Ok`; one with an `error` is not.
-        todo!("ask the client, and wait for the answer")
+        let (sessions, session) = self.asking.clone()?;
+        // TODO: decision 2: ask only a client that said it can answer this request, and only once its
+        // handshake is done; else return why, for the model. Proven by "... and is not asked", "... is not
+        // asked until it does" and "... and is not sent a form".
+        todo!("may this client be asked now?");
         // END TODO
+        let (question, answer) = sessions.expect_answer(&session.id).ok_or("the session has ended")?;
+        self.outlet.send(&json!({ "jsonrpc": "2.0", "id": question, "method": method, "params": params }));
+        let heard = loop {
+            match answer.recv_timeout(STOP_CHECK_INTERVAL) {
+                Ok(answer) => break Ok(answer),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break Err("the session ended before the client answered"),
+                Err(mpsc::RecvTimeoutError::Timeout) if self.stopped() => break Err("no answer came in time"),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        };
+        sessions.forget(&session.id, &question);
+        let answer = heard?;
+        // A client that could not ask (its user closed the window, say) answers with a
+        // JSON-RPC error instead of a result.
+        answer.get("result").cloned().ok_or_else(|| {
+            let why = answer.pointer("/error/message").and_then(Value::as_str).unwrap_or("no reason given");
+            format!("the client could not ask: {}", echo(why))
+        })
     }
 }
 // ANCHOR_END: ask
@@ -300,11 +310,10 @@ impl Call<'_> {
 /// late one, one never asked) is refused: "If the server cannot accept the input, it
 /// MUST return an HTTP error status code" (Sending Messages to the Server).
 pub fn take_answer(id: Value, answer: Value, session: Option<&Session>, sessions: &Sessions) -> Response {
-    // TODO: `sessions.answer(..)` hands the answer to the call of this session that
-    // asked question `id`; then the POST is `202` with no body. Anything else (no
-    // session, or no call of it waiting) is `400` with `RpcError::invalid_request("this
-    // answers no question asked in this session")` and `"id": null`.
-    todo!("hand the answer to the call that asked")
+    // TODO: decision 3: a POSTed answer goes to the call of the sender's session that asked it; say
+    // what the client gets either way. Proven by "An answer no call waits for is refused" and "An answer
+    // from another session is refused".
+    todo!("take the answer, or refuse it")
     // END TODO
 }
 // ANCHOR_END: take_answer

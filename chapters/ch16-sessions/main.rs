@@ -231,7 +231,13 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                 "description": "Runs this week's payroll after asking the user to approve it. \
                     Call it when the user wants the payroll run; it asks them before anything is paid. \
                     Do not call it to see what the payroll would be: use run_payroll for that.",
-                "inputSchema": { "type": "object", "additionalProperties": false },
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "note": { "type": "string", "maxLength": 200, "description": "A note to the payroll office." },
+                    },
+                    "additionalProperties": false,
+                },
             }),
             // In 2026-07-28 the call goes through input_required.rs instead: it asks
             // without waiting.

@@ -99,33 +99,47 @@ fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params("`name` must be a string"))?;
-    // `arguments` may be left out; the tool then runs with none, as if sent `{}`.
-    let no_arguments = Map::new();
-    let arguments = match params.and_then(|p| p.get("arguments")) {
-        None => &no_arguments,
-        Some(Value::Object(arguments)) => arguments,
-        Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object")),
-    };
+    let arguments = tool_arguments(params)?;
     let tool = tools
         .iter()
         .find(|tool| tool.definition["name"] == name)
         .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool \"{}\"", echo(name))))?;
-    // Arguments that break the tool's schema are the model's mistake, and the model can
-    // fix it: a failed result saying what to fix, not a protocol error (2025-11-25).
+    let result = match arguments_refused(tool, &arguments) {
+        Some(refused) => refused,
+        None => {
+            // Here nobody hears how a call is going (a long call the client can follow
+            // never gets here: see `long_call`), so it reports nowhere.
+            progress_token(params)?;
+            let mut nowhere = Nowhere;
+            run_tool(tool, &arguments, &mut Call::new(&mut nowhere, None, None))?
+        }
+    };
+    Ok(serde_json::to_value(result).expect("a tool result always serializes"))
+}
+
+/// A `tools/call`'s `arguments`: an object, or none at all (the tool then runs with none,
+/// as if sent `{}`); anything else is invalid params. Chapter 15's asking tool reads them
+/// here too, for every call's arguments are checked the same way.
+pub fn tool_arguments(params: Option<&Value>) -> Result<Map<String, Value>, RpcError> {
+    match params.and_then(|p| p.get("arguments")) {
+        None => Ok(Map::new()),
+        Some(Value::Object(arguments)) => Ok(arguments.clone()),
+        Some(_) => Err(RpcError::invalid_params("`arguments` must be an object")),
+    }
+}
+
+/// Arguments that break the tool's schema are the model's mistake, and the model can
+/// fix it: a failed result saying what to fix, not a protocol error (2025-11-25).
+/// `None` when they fit.
+pub fn arguments_refused(tool: &Tool, arguments: &Map<String, Value>) -> Option<ToolResult> {
     let problems = check_arguments(&tool.definition["inputSchema"], arguments);
-    let result = if problems.is_empty() {
-        // Here nobody hears how a call is going (a long call the client can follow
-        // never gets here: see `long_call`), so it reports nowhere.
-        progress_token(params)?;
-        let mut nowhere = Nowhere;
-        run_tool(tool, arguments, &mut Call::new(&mut nowhere, None, None))?
-    } else {
+    let name = tool.definition["name"].as_str().unwrap_or_default();
+    (!problems.is_empty()).then(|| {
         ToolResult::error(format!(
             "Invalid arguments for {name}: {}. Correct the arguments and call {name} again.",
             problems.join("; ")
         ))
-    };
-    Ok(serde_json::to_value(result).expect("a tool result always serializes"))
+    })
 }
 
 /// Run a tool. One that panics is a bug in the server, not a mistake of the model's:

@@ -15,9 +15,9 @@
 // exercise binary is that server with this file in place of `subscriptions.rs`.
 // Check your work: `cargo run -- check 17`. The solution: `subscriptions.rs`, next to this file.
 //
-// Until the TODOs are written, some items below are unused and the compiler would
-// warn about each one. This line keeps the build quiet; delete this block when done.
-#![allow(dead_code, unused_imports, unused_variables)]
+// Until the TODOs are written, some items below are unused or unreachable and the compiler
+// would warn about each one. This line keeps the build quiet; delete this block when done.
+#![allow(dead_code, unused_imports, unused_variables, unreachable_code, clippy::diverging_sub_expression)]
 // END TODO
 
 use std::sync::mpsc;
@@ -98,14 +98,19 @@ impl Sessions {
     /// One per session: "The server MUST send each of its JSON-RPC messages on only one
     /// of the connected streams" (Multiple Connections), so a second would only wait.
     fn listen(&self, id: &str) -> Result<(u64, mpsc::Receiver<Value>), NoStream> {
-        // TODO: under the lock, refuse with `NoStream::Unknown` (no session has this id),
-        // `NoStream::AlreadyOpen` (its `stream` is there already) or `NoStream::Busy` (as many
-        // entries have a `SessionStream::Http` stream as `self.max_streams`). Else count the
-        // stream in `entry.streams`, make a channel of `STREAM_BACKLOG` places
-        // (`mpsc::sync_channel`), keep its sending end as the session's `SessionStream::Http`
-        // under that number, and give the number and the receiving end.
-        todo!("open the session's stream, if it may open")
+        let mut open = lock(&self.open);
+        let streams = open.values().filter(|entry| matches!(entry.stream, Some(SessionStream::Http { .. }))).count();
+        // A GET is a request in the session: `find`'s rule, an expired session is unknown.
+        let entry = self.entry_in_use(&mut open, id).ok_or(NoStream::Unknown)?;
+        // TODO: decision 3: may this session's stream open now, given the streams already open (this
+        // session's, and all sessions')? Proven by "One stream per session (409), and `--max-streams` in
+        // all (503)".
+        todo!("may this stream open?");
         // END TODO
+        entry.streams += 1;
+        let (messages, receiver) = mpsc::sync_channel(STREAM_BACKLOG);
+        entry.stream = Some(SessionStream::Http { number: entry.streams, messages });
+        Ok((entry.streams, receiver))
     }
 
     /// Over stdio: session `id`'s stream is stdout.
@@ -121,6 +126,8 @@ impl Sessions {
             && matches!(entry.stream, Some(SessionStream::Http { number: open, .. }) if open == number)
         {
             entry.stream = None;
+            // In use until now: its idle time starts here.
+            entry.last_used = Instant::now();
         }
     }
 
@@ -128,12 +135,10 @@ impl Sessions {
     /// to it, on its stream. A session with no stream open, or whose stream has a full
     /// backlog, misses it: nothing is kept for later.
     fn resource_updated(&self, uri: &str) {
-        // TODO: the notice is a `notification(..)` named `notifications/resources/updated`
-        // whose params are `{"uri": uri}`. It goes to every session whose `subscribed`
-        // holds `uri`, on its `stream`: into a `SessionStream::Http`'s channel without waiting
-        // (`try_send`: a full backlog means the client misses it), or as a line on stdout
-        // (`write_line`, once the lock is let go). A session with no stream misses it.
-        todo!("tell every subscribed session, on its stream")
+        // TODO: decision 2: tell of this change exactly the sessions that asked, each on its own stream,
+        // without waiting for anyone. Proven by "A change while the session has no stream open goes
+        // unheard" and "... then a change sends nothing, and DELETE ends the stream with its session".
+        todo!("tell the subscribed sessions")
         // END TODO
     }
 }
@@ -161,12 +166,10 @@ pub fn subscription(
     catalog: &Catalog,
     session: Option<&Session>,
 ) -> Result<Value, RpcError> {
-    // TODO: without a session, `RpcError::invalid_request(NEEDS_A_SESSION_TO_SUBSCRIBE)`.
-    // Then the `uri`, read and checked as `resources_read` does (`resource_uri`); one
-    // that `find_resource` finds nothing for is `RpcError::resource_not_found(uri)`.
-    // Then `catalog.sessions.subscribe(..)` (it may refuse: pass that on) or
-    // `unsubscribe(..)`, by the method, and answer `{}`.
-    todo!("keep or drop the subscription, in the session")
+    // TODO: decision 1: keep (or drop) a subscription where its notices can reach the client, to
+    // something that exists; answer as the spec says. Proven by "A URI that names no resource cannot
+    // be subscribed to" and "Outside a session there is nowhere to subscribe".
+    todo!("keep or drop the subscription")
     // END TODO
 }
 // ANCHOR_END: subscribe
@@ -188,16 +191,29 @@ pub fn open_stream(request: &Request, sessions: &'static Sessions) -> Response {
         let error = RpcError::invalid_request("`Accept` must allow text/event-stream: a session's stream is one");
         return reply(406, Value::Null, Err(error));
     }
-    // TODO: `sessions.listen(id)`. Refused: `NoStream::Unknown` is `session_not_found(..)`
-    // with `"id": null`; `NoStream::AlreadyOpen` is `409` and `NoStream::Busy` is `503`, each
-    // with `"id": null` and an error that says why (`invalid_request` for the first,
-    // `internal_error` naming `sessions.max_streams` for the second). Opened: a
-    // `Response::stream(200, "text/event-stream", ..)` (with `X-Accel-Buffering: no`, as
-    // `answer_long_call`'s) whose writer sends each message it receives as an `event(..)`,
-    // waiting `LISTEN_CHECK_INTERVAL` at a time, and stops when the client has gone
-    // (`writer.client_gone()`, or a send that fails), when the channel is disconnected
-    // (the session ended), or after `MAX_STREAM_TIME`; then `sessions.stop_listening(..)`.
-    todo!("open the session's stream, and write what comes on it until it ends")
+    // TODO: decision 3: the session's stream, if it may open; else the answer that says why not, each
+    // refusal with its status. Proven by "One stream per session (409), and `--max-streams` in all (503)"
+    // and "A stream for a session that has ended is 404".
+    let (number, messages): (u64, mpsc::Receiver<Value>) = todo!("open the stream, or say why not");
     // END TODO
+    let id = id.to_string();
+    Response::stream(200, "text/event-stream", move |writer| {
+        let until = Instant::now() + MAX_STREAM_TIME;
+        while let Some(left) = until.checked_duration_since(Instant::now()).filter(|left| !left.is_zero()) {
+            match messages.recv_timeout(left.min(LISTEN_CHECK_INTERVAL)) {
+                Ok(message) => {
+                    if writer.send(&event(message.to_string().as_bytes())).is_err() {
+                        break; // the client has gone
+                    }
+                }
+                // The session ended (DELETE, idle, made room): so does its stream.
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) if writer.client_gone() => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+        sessions.stop_listening(&id, number);
+    })
+    .with_header("X-Accel-Buffering", "no")
 }
 // ANCHOR_END: open_stream

@@ -13,9 +13,10 @@ use serde_json::{Value, json};
 
 use crate::endpoint::same_secret;
 use crate::jsonrpc::RpcError;
+use crate::mcp::{arguments_refused, tool_arguments};
 use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
 use crate::streaming::lock;
-use crate::{approval_question, payroll_if_approved};
+use crate::{Tool, approval_question, payroll_if_approved};
 
 // ANCHOR: input_required
 /// The tool that asks: it runs the payroll only when the user says yes.
@@ -44,8 +45,15 @@ pub fn asks_client(params: Option<&Value>) -> bool {
 }
 
 /// `tools/call` of a tool that asks: the first call, or a retry with the answers.
-pub fn call_asking(params: Option<&Value>) -> Result<Value, RpcError> {
+pub fn call_asking(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
     let params = params.expect("asks_client saw a name");
+    // Its arguments are checked first, as every call's are ("Validate all tool inputs",
+    // `2026-07-28/server/tools.mdx`, Security Considerations): not an object is -32602,
+    // what its schema does not take a failed result. No question for a call that cannot run.
+    let tool = tools.iter().find(|tool| tool.definition["name"] == APPROVE_PAYROLL).expect("the porch offers it");
+    if let Some(refused) = arguments_refused(tool, &tool_arguments(Some(params))?) {
+        return Ok(serde_json::to_value(refused).expect("a tool result always serializes"));
+    }
     // The question is a form: ask only a client that takes forms, one that declared
     // `elicitation` empty (forms, for backwards compatibility) or with `form`
     // (`2026-07-28/client/elicitation.mdx`, Capabilities). Any other gets -32021, whose

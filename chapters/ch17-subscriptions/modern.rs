@@ -158,7 +158,7 @@ fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> R
     match method {
         "server/discover" => Ok(discover()),
         // Chapter 15: a tool that asks the client answers through its own path.
-        "tools/call" if asks_client(params) => call_asking(params),
+        "tools/call" if asks_client(params) => call_asking(params, &catalog.tools),
         // A log level is asked for per request now (`2026-07-28/changelog.mdx`), and a
         // client subscribes with `subscriptions/listen`, which this server does not build
         // (`2026-07-28/basic/patterns/subscriptions.mdx`: it "replaces the former

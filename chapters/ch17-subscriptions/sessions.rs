@@ -78,7 +78,8 @@ pub struct Session {
 /// One open session.
 pub struct SessionEntry {
     session: Session,
-    last_used: Instant,
+    /// When it was last used: a request in it, or its stream (chapter 17) ending.
+    pub last_used: Instant,
     /// The questions its calls asked and wait to hear back on: each question's id, and
     /// where to hand the answer.
     waiting: HashMap<String, mpsc::Sender<Value>>,
@@ -134,18 +135,22 @@ impl Sessions {
         Sessions { open: Mutex::new(HashMap::new()), max, idle, key, opened, max_streams, max_subscriptions }
     }
 
+    /// Idle too long. A session whose stream is open (chapter 17) is in use for as long
+    /// as the stream is: its client is listening.
     fn expired(&self, entry: &SessionEntry) -> bool {
-        self.idle.is_some_and(|idle| entry.last_used.elapsed() >= idle)
+        entry.stream.is_none() && self.idle.is_some_and(|idle| entry.last_used.elapsed() >= idle)
     }
 
     /// Open a session for a client that declared `capabilities` in `initialize`. When
     /// `max` are open, the one idle longest ends to make room: its client gets `404`
-    /// and opens a new one, as the spec tells it to, while a busy client goes on.
+    /// and opens a new one, as the spec tells it to, while a busy client goes on. A
+    /// session listening on its stream is busy: it ends only when every session listens.
     fn open(&self, capabilities: Option<&Value>) -> String {
         let mut open = lock(&self.open);
         open.retain(|_, entry| !self.expired(entry));
         if open.len() >= self.max
-            && let Some(idle_longest) = open.iter().min_by_key(|(_, entry)| entry.last_used).map(|(id, _)| id.clone())
+            && let Some(idle_longest) =
+                open.iter().min_by_key(|(_, entry)| (entry.stream.is_some(), entry.last_used)).map(|(id, _)| id.clone())
         {
             open.remove(&idle_longest);
         }
@@ -169,14 +174,24 @@ impl Sessions {
     /// The open session with this id, now used again; `None` if there is none, or it
     /// has been idle too long (then it ends here).
     pub fn find(&self, id: &str) -> Option<Session> {
-        let mut open = lock(&self.open);
-        let entry = open.get_mut(id)?;
-        if self.expired(entry) {
+        self.entry_in_use(&mut lock(&self.open), id).map(|entry| entry.session.clone())
+    }
+
+    /// `find`'s rule for a caller that holds the lock (chapter 17's stream): the entry of
+    /// the open session with this id, now used again; `None` if there is none, or it has
+    /// been idle too long (then it ends here).
+    pub fn entry_in_use<'a>(
+        &self,
+        open: &'a mut HashMap<String, SessionEntry>,
+        id: &str,
+    ) -> Option<&'a mut SessionEntry> {
+        if open.get(id).is_some_and(|entry| self.expired(entry)) {
             open.remove(id);
             return None;
         }
+        let entry = open.get_mut(id)?;
         entry.last_used = Instant::now();
-        Some(entry.session.clone())
+        Some(entry)
     }
 
     /// End a session. Its calls still waiting for an answer hear that none will come,

@@ -260,8 +260,10 @@ pub fn answer_long_call(
     // In the handshake era a call is cancelled by a `notifications/cancelled`; in
     // 2026-07-28, over HTTP, by the client closing the stream and by nothing else
     // (`2026-07-28/basic/transports/streamable-http.mdx`, Cancellation).
+    let by_notice = long.era == Era::Handshake;
+    let closing_cancels = long.era == Era::Modern;
     let session_id = long.session.as_ref().map(|session| session.id.clone());
-    let Some(running) = catalog.calls.start(&id, long.era == Era::Handshake, session_id) else {
+    let Some(running) = catalog.calls.start(&id, by_notice, session_id) else {
         return reply(503, id, Err(RpcError::busy(catalog.calls.max))).with_header("Retry-After", "1");
     };
     let events = answers_with_events(&long, format, streams);
@@ -273,7 +275,6 @@ pub fn answer_long_call(
         None => Err(NEEDS_A_SESSION),
     };
     Response::stream(200, content_type, move |writer| {
-        let closing_cancels = long.era == Era::Modern;
         let mut outlet = ResponseBody { writer, events, running: &running, closing_cancels };
         match finish_long_call(id, &long, &mut outlet, asking, &catalog.sessions) {
             Some(answer) => outlet.finish(&answer),

@@ -89,7 +89,8 @@ impl Sessions {
     fn listen(&self, id: &str) -> Result<(u64, mpsc::Receiver<Value>), NoStream> {
         let mut open = lock(&self.open);
         let streams = open.values().filter(|entry| matches!(entry.stream, Some(SessionStream::Http { .. }))).count();
-        let entry = open.get_mut(id).ok_or(NoStream::Unknown)?;
+        // A GET is a request in the session: `find`'s rule, an expired session is unknown.
+        let entry = self.entry_in_use(&mut open, id).ok_or(NoStream::Unknown)?;
         if entry.stream.is_some() {
             return Err(NoStream::AlreadyOpen);
         }
@@ -115,6 +116,8 @@ impl Sessions {
             && matches!(entry.stream, Some(SessionStream::Http { number: open, .. }) if open == number)
         {
             entry.stream = None;
+            // In use until now: its idle time starts here.
+            entry.last_used = Instant::now();
         }
     }
 
