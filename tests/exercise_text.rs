@@ -281,3 +281,42 @@ fn the_word_checker_sees_what_it_must() {
     assert_eq!(regions.len(), 1);
     assert_eq!(comment_text(&regions[0].1), "TODO: one");
 }
+
+/// Where a failing exchange sends the participant: every section a transcript's hint names
+/// (`Book: chapter N, "Section"`) is a heading of chapter N's page, word for word.
+#[test]
+fn hints_name_sections_that_exist() {
+    let headings = |number: u8| -> BTreeSet<String> {
+        let chapter = CHAPTERS.iter().find(|c| c.number == number).expect("a chapter of the book");
+        page_of(chapter)
+            .lines()
+            .filter(|line| line.starts_with('#') && !line.starts_with("#["))
+            .map(|line| line.trim_start_matches('#').trim().to_string())
+            .collect()
+    };
+    let mut problems = Vec::new();
+    for chapter in CHAPTERS {
+        let transcript = fs::read_to_string(chapter.transcript_path()).unwrap();
+        for (index, line) in transcript.lines().enumerate() {
+            for (at, _) in line.match_indices("Book: chapter ") {
+                let rest = &line[at + "Book: chapter ".len()..];
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                let Ok(number) = digits.parse::<u8>() else { continue };
+                // The sections follow as `, "A"` or `, "A" and "B"`, up to the `;` (or a
+                // parenthesis that quotes a paragraph within the section) or the end.
+                let named = rest[digits.len()..].split([';', '(']).next().unwrap_or("");
+                let wanted = headings(number);
+                for section in spans(named, '"') {
+                    if !wanted.contains(&section) {
+                        problems.push(format!(
+                            "{}/transcript.md line {}: chapter {number} has no section \"{section}\"",
+                            chapter.name,
+                            index + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+}
