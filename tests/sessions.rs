@@ -7,7 +7,10 @@
 //!   oldest: chapter 16's transcript shows a session ended to make room, but the one it
 //!   ends is both (checked in chapters 16 and 17);
 //! - a session idle too long ends (`SESSION_IDLE_TIME`, half an hour; the hidden flag
-//!   `--session-idle-secs` makes it a second), in chapters 16 and 17.
+//!   `--session-idle-secs` makes it a second), in chapters 16 and 17;
+//! - `--session-prefix` begins every id with the instance's prefix, for a proxy to route
+//!   the session by (the appendix "Behind a reverse proxy"; `tests/interop/run proxy`
+//!   runs it behind nginx), and refuses a prefix the spec would not allow in an id.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -88,5 +91,23 @@ fn a_session_idle_too_long_ends() {
         let session = opened.header("Mcp-Session-Id").expect("a session").to_string();
         std::thread::sleep(Duration::from_millis(1500));
         assert_eq!(ping(server.address, &session), 404, "{binary}: the session outlived its idle time");
+    }
+}
+
+#[test]
+fn session_ids_begin_with_the_instance_prefix() {
+    for binary in IN_SESSIONS {
+        let server = RunningServer::start(Path::new(binary), &["--session-prefix".into(), "a-".into()]).unwrap();
+        let session = open_session(server.address, json!({}));
+        // The prefix, then the 32 hex digits that are the secret, unchanged.
+        let secret = session.strip_prefix("a-").unwrap_or_else(|| panic!("{binary}: {session} begins with a-"));
+        assert!(secret.len() == 32 && secret.bytes().all(|b| b.is_ascii_hexdigit()), "{binary}: {session}");
+        assert_eq!(ping(server.address, &session), 200, "{binary}: the session is found by its whole id");
+        assert_eq!(ping(server.address, secret), 404, "{binary}: the id without its prefix is no session");
+        // "The session ID MUST only contain visible ASCII characters": nor may its start.
+        for wrong in ["a b", "\u{e9}-", &"a".repeat(33)] {
+            let refused = std::process::Command::new(binary).args(["--session-prefix", wrong]).output().unwrap();
+            assert!(!refused.status.success(), "{binary}: --session-prefix {wrong:?} is refused");
+        }
     }
 }

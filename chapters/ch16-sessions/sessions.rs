@@ -54,6 +54,8 @@ pub struct Sessions {
     key: [u8; 16],
     /// How many sessions were ever opened: each id is made from its number.
     opened: AtomicU64,
+    /// What every id begins with (`--session-prefix`): the instance that opened it.
+    prefix: String,
 }
 
 /// What a request in a session knows of it.
@@ -96,6 +98,18 @@ pub struct SessionFlags {
     /// ids are exact. Without it, one is drawn at random.
     #[arg(long, value_name = "HEX", value_parser = parse_state_key, hide = true)]
     pub fixed_session_key: Option<[u8; 16]>,
+    /// Begin every session id with PREFIX (e.g. `a-`): which instance opened the session,
+    /// for a proxy in front of several instances to send the session's requests to it.
+    #[arg(long, value_name = "PREFIX", default_value = "", value_parser = parse_session_prefix)]
+    pub session_prefix: String,
+}
+
+/// `--session-prefix`: a session id "MUST only contain visible ASCII characters"
+/// (`2025-11-25/basic/transports.mdx`, Session Management), and so must its start.
+fn parse_session_prefix(prefix: &str) -> Result<String, String> {
+    let visible = prefix.bytes().all(|byte| (0x21..=0x7e).contains(&byte));
+    let fine = visible && prefix.len() <= 32;
+    fine.then(|| prefix.to_string()).ok_or_else(|| "want at most 32 visible ASCII characters, no spaces".into())
 }
 
 impl SessionFlags {
@@ -104,13 +118,15 @@ impl SessionFlags {
     pub fn sessions(&self, stdio: bool) -> Sessions {
         let key = self.fixed_session_key.unwrap_or_else(random_key);
         let idle = self.session_idle_secs.map_or(SESSION_IDLE_TIME, Duration::from_secs);
-        if stdio { Sessions::new(1, None, key) } else { Sessions::new(self.max_sessions, Some(idle), key) }
+        let sessions =
+            if stdio { Sessions::new(1, None, key) } else { Sessions::new(self.max_sessions, Some(idle), key) };
+        Sessions { prefix: self.session_prefix.clone(), ..sessions }
     }
 }
 
 impl Sessions {
     pub fn new(max: usize, idle: Option<Duration>, key: [u8; 16]) -> Sessions {
-        Sessions { open: Mutex::new(HashMap::new()), max, idle, key, opened: AtomicU64::new(0) }
+        Sessions { open: Mutex::new(HashMap::new()), max, idle, key, opened: AtomicU64::new(0), prefix: String::new() }
     }
 
     fn expired(&self, entry: &SessionEntry) -> bool {
@@ -129,7 +145,7 @@ impl Sessions {
             open.remove(&idle_longest);
         }
         let number = self.opened.fetch_add(1, Ordering::SeqCst);
-        let id = session_id(&self.key, number);
+        let id = format!("{}{}", self.prefix, session_id(&self.key, number));
         let session =
             Session { id: id.clone(), answers: answerable(capabilities), level: DEFAULT_LOG_LEVEL, initialized: false };
         let entry = SessionEntry { session, last_used: Instant::now(), waiting: HashMap::new(), asked: 0 };

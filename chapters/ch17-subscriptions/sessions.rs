@@ -55,6 +55,8 @@ pub struct Sessions {
     key: [u8; 16],
     /// How many sessions were ever opened: each id is made from its number.
     opened: AtomicU64,
+    /// What every id begins with (`--session-prefix`): the instance that opened it.
+    prefix: String,
     /// How many session streams (GET) may be open at once (chapter 17).
     pub max_streams: usize,
     /// How many resources one session may subscribe to at once (chapter 17).
@@ -107,6 +109,18 @@ pub struct SessionFlags {
     /// ids are exact. Without it, one is drawn at random.
     #[arg(long, value_name = "HEX", value_parser = parse_state_key, hide = true)]
     pub fixed_session_key: Option<[u8; 16]>,
+    /// Begin every session id with PREFIX (e.g. `a-`): which instance opened the session,
+    /// for a proxy in front of several instances to send the session's requests to it.
+    #[arg(long, value_name = "PREFIX", default_value = "", value_parser = parse_session_prefix)]
+    pub session_prefix: String,
+}
+
+/// `--session-prefix`: a session id "MUST only contain visible ASCII characters"
+/// (`2025-11-25/basic/transports.mdx`, Session Management), and so must its start.
+fn parse_session_prefix(prefix: &str) -> Result<String, String> {
+    let visible = prefix.bytes().all(|byte| (0x21..=0x7e).contains(&byte));
+    let fine = visible && prefix.len() <= 32;
+    fine.then(|| prefix.to_string()).ok_or_else(|| "want at most 32 visible ASCII characters, no spaces".into())
 }
 
 impl SessionFlags {
@@ -115,11 +129,12 @@ impl SessionFlags {
     pub fn sessions(&self, stdio: bool, max_streams: usize, max_subscriptions: usize) -> Sessions {
         let key = self.fixed_session_key.unwrap_or_else(random_key);
         let idle = self.session_idle_secs.map_or(SESSION_IDLE_TIME, Duration::from_secs);
-        if stdio {
+        let sessions = if stdio {
             Sessions::new(1, None, key, 0, max_subscriptions)
         } else {
             Sessions::new(self.max_sessions, Some(idle), key, max_streams, max_subscriptions)
-        }
+        };
+        Sessions { prefix: self.session_prefix.clone(), ..sessions }
     }
 }
 
@@ -132,7 +147,8 @@ impl Sessions {
         max_subscriptions: usize,
     ) -> Sessions {
         let opened = AtomicU64::new(0);
-        Sessions { open: Mutex::new(HashMap::new()), max, idle, key, opened, max_streams, max_subscriptions }
+        let prefix = String::new();
+        Sessions { open: Mutex::new(HashMap::new()), max, idle, key, opened, prefix, max_streams, max_subscriptions }
     }
 
     /// Idle too long. A session whose stream is open (chapter 17) is in use for as long
@@ -155,7 +171,7 @@ impl Sessions {
             open.remove(&idle_longest);
         }
         let number = self.opened.fetch_add(1, Ordering::SeqCst);
-        let id = session_id(&self.key, number);
+        let id = format!("{}{}", self.prefix, session_id(&self.key, number));
         let session =
             Session { id: id.clone(), answers: answerable(capabilities), level: DEFAULT_LOG_LEVEL, initialized: false };
         let entry = SessionEntry {

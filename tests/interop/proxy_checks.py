@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""The checks of `tests/interop/run proxy` that no MCP client makes: what nginx in front
+of the starter changes on the wire. Standard library only (and bench/crowd.py's crowd).
+
+    proxy_checks.py stream URL          a long call's events arrive as the starter sends
+                                        them, not all at once when it ends
+    proxy_checks.py host URL            the starter's Host check still works behind the
+                                        proxy: a name it does not answer as is refused 403
+    proxy_checks.py crowd URL --pid P   300 slowloris connections sent to nginx, while a
+                                        normal client calls PingME: at least 99% answered,
+                                        and the starter (PID P) never sees the crowd
+    proxy_checks.py spread LOG          reads nginx's access log (the format `mcp` that
+                                        run writes: upstream, status, request, Mcp-Method,
+                                        Mcp-Name, Mcp-Session-Id): the 2026-07-28 requests
+                                        went to both instances, and every retry of an
+                                        asking call to the instance the call did not go to
+    proxy_checks.py affinity LOG --instance PREFIX=UPSTREAM...
+                                        every request of a session went to one instance,
+                                        the one its id's prefix names, and sessions were
+                                        opened on each instance
+    proxy_checks.py gone URL SESSION    a request in a session whose instance has stopped
+                                        is answered 404 (by the other instance)
+
+Exit code 0 when the check holds; 1, with what was seen, when it does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import resource
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def address_of(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname, parts.port
+
+
+def post(url: str, body: dict, host: str = "localhost", accept: str = "application/json, text/event-stream"):
+    """One POST on a new connection: the socket, after the request is sent."""
+    data = json.dumps(body).encode()
+    head = (
+        f"POST {urlsplit(url).path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Accept: {accept}\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+    )
+    connection = socket.create_connection(address_of(url), timeout=30)
+    connection.sendall(head.encode() + data)
+    return connection
+
+
+def stream(url: str) -> bool:
+    """run_payroll with a progress token: each event must arrive when it is sent. The
+    tool reads a timesheet every 100 ms; a buffering proxy would hand every event over
+    at the end, together."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "run_payroll", "arguments": {}, "_meta": {"progressToken": "p"}},
+    }
+    started = time.monotonic()
+    arrivals = []  # (seconds since the request, what came)
+    with post(url, call) as connection:
+        answer = b""
+        while True:
+            chunk = connection.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+            arrivals.append((time.monotonic() - started, chunk))
+    head = answer.split(b"\r\n\r\n", 1)[0].decode(errors="replace")
+    first_progress = next((t for t, chunk in arrivals if b"notifications/progress" in chunk), None)
+    result = next((t for t, chunk in arrivals if b'"result"' in chunk), None)
+    print(head)
+    print(f"first progress after {first_progress} s, result after {result} s")
+    if "text/event-stream" not in head or first_progress is None or result is None:
+        print("FAIL expected an event stream with progress and a result")
+        return False
+    if result - first_progress < 0.15:
+        print("FAIL the progress came with the result: the stream was buffered on the way")
+        return False
+    if "X-Accel-Buffering" in head:
+        print("FAIL nginx passed on X-Accel-Buffering, which is meant for it")
+        return False
+    return True
+
+
+def host(url: str) -> bool:
+    """A ping sent through the proxy as `localhost` is answered; as `evil.example` (a
+    DNS-rebinding page's name) it is refused by the starter, 403."""
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    fine = True
+    for name, expected in (("localhost", b"200"), ("evil.example", b"403")):
+        with post(url, ping, host=name) as connection:
+            answer = b""
+            while chunk := connection.recv(65536):
+                answer += chunk
+        status = answer[9:12]
+        body = answer.split(b"\r\n\r\n", 1)[-1].decode(errors="replace")
+        print(f"Host: {name} -> {status.decode()} {body}")
+        fine &= status == expected and (expected == b"200" or "evil.example" in body)
+    return fine
+
+
+def gone(url: str, session: str) -> bool:
+    """A request in SESSION, whose instance has stopped, is answered 404: the session is
+    not found, and the client starts again with `initialize`."""
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    data = json.dumps(ping).encode()
+    head = (
+        f"POST {urlsplit(url).path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+        f"Mcp-Session-Id: {session}\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+    )
+    with socket.create_connection(address_of(url), timeout=30) as connection:
+        connection.sendall(head.encode() + data)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    print(f"session {session!r} -> {answer.decode(errors='replace')}")
+    return bool(session) and answer[9:12] == b"404"
+
+
+def load_crowd():
+    """bench/crowd.py, the base's crowd and normal clients, as a module."""
+    spec = importlib.util.spec_from_file_location("crowd", ROOT / "bench" / "crowd.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def threads_of(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
+def crowd(url: str, pid: int, seconds: float, count: int) -> bool:
+    """`count` slowloris connections (a byte of head every 3 s, each reopened when closed)
+    sent to nginx, and two normal clients calling PingME through it, one on a new
+    connection per call, one on a kept-alive connection: at least 99% of their calls
+    answered, while the starter's threads stay few (nginx holds the crowd)."""
+    bench = load_crowd()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    address = address_of(url)
+    peak = {"threads": threads_of(pid)}
+    halt = threading.Event()
+
+    def sample() -> None:
+        while not halt.is_set():
+            peak["threads"] = max(peak["threads"], threads_of(pid))
+            halt.wait(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    attack = bench.Crowd(address, "head", count, 3.0)
+    attack.start()
+    time.sleep(3)  # the crowd is in
+    # 5 calls a second each: under the proxy's limit per client (every client here is
+    # 127.0.0.1), so that a 429 from nginx is not taken for the crowd's doing.
+    clients = [bench.NormalClient(address, keep_alive=alive, pause=0.2) for alive in (False, True)]
+    for client in clients:
+        client.start()
+    time.sleep(seconds)
+    for client in clients:
+        client.halt.set()
+    for client in clients:
+        client.join()
+    attack.stop()
+    halt.set()
+    sampler.join()
+    calls = sum(c.answered + c.failed for c in clients)
+    answered = sum(c.answered for c in clients)
+    failures = [c.failures for c in clients if c.failures]
+    print(
+        f"{count} slowloris connections to nginx ({attack.opened} opened, {attack.closed_by_server} closed by nginx), "
+        f"{seconds} s: {answered} of {calls} calls answered 200 {failures or ''}; "
+        f"the starter's peak threads: {peak['threads']}"
+    )
+    return calls > 0 and answered >= 0.99 * calls and peak["threads"] < count / 2
+
+
+# The access log's lines, as run writes them (log_format mcp):
+# upstream status "request" "Mcp-Method" "Mcp-Name" "Mcp-Session-Id"
+LINE = re.compile(r'^(\S+) (\d+) "([^"]*)" "([^"]*)" "([^"]*)" "([^"]*)"$')
+
+
+def log_lines(path: str) -> list[dict[str, str]]:
+    lines = []
+    for text in Path(path).read_text().splitlines():
+        found = LINE.match(text)
+        if found:
+            upstream, status, request, method, name, session = found.groups()
+            fields = {"upstream": upstream, "status": status, "request": request}
+            lines.append(fields | {"method": method, "name": name, "session": session})
+    return lines
+
+
+def spread(path: str, asking: str) -> bool:
+    """2026-07-28 requests (they carry Mcp-Method) went to both instances, and each call
+    of the asking tool was retried on the instance it had not gone to."""
+    modern = [line for line in log_lines(path) if line["method"] != "-"]
+    upstreams = {line["upstream"] for line in modern}
+    asks = [line for line in modern if line["name"] == asking]
+    by_instance = {u: sum(line["upstream"] == u for line in modern) for u in sorted(upstreams)}
+    print(f"2026-07-28 requests: {len(modern)}, by instance: {by_instance}")
+    print(f"{asking}: " + ", ".join(f"{line['upstream']} {line['status']}" for line in asks))
+    pairs = list(zip(asks[::2], asks[1::2]))
+    moved = [first["upstream"] != retry["upstream"] for first, retry in pairs]
+    fine = len(upstreams) == 2 and pairs and all(moved) and all(line["status"] == "200" for line in asks)
+    if not fine:
+        print("FAIL expected both instances used, and each retry on the other instance, answered 200")
+    return bool(fine)
+
+
+def affinity(path: str, prefixes: dict[str, str]) -> bool:
+    """Every request of a session went to one instance, the one its prefix names; and
+    sessions were opened on each instance."""
+    sessions: dict[str, set[str]] = {}
+    for line in log_lines(path):
+        if line["session"] != "-":
+            sessions.setdefault(line["session"], set()).add(line["upstream"])
+    fine = bool(sessions)
+    for session, upstreams in sessions.items():
+        prefix = next((p for p in prefixes if session.startswith(p)), None)
+        expected = {prefixes[prefix]} if prefix else None
+        print(f"session {session}: {sorted(upstreams)} (its prefix names {expected})")
+        fine &= upstreams == expected
+    opened_on = {next((p for p in prefixes if s.startswith(p)), "?") for s in sessions}
+    if opened_on != set(prefixes):
+        print(f"FAIL sessions opened only on {sorted(opened_on)}, expected each of {sorted(prefixes)}")
+        fine = False
+    return fine
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="check", required=True)
+    sub.add_parser("stream").add_argument("url")
+    sub.add_parser("host").add_argument("url")
+    p = sub.add_parser("crowd")
+    p.add_argument("url")
+    p.add_argument("--pid", type=int, required=True, help="the starter's process, to count its threads")
+    p.add_argument("--seconds", type=float, default=10)
+    p.add_argument("--count", type=int, default=300)
+    p = sub.add_parser("gone")
+    p.add_argument("url")
+    p.add_argument("session")
+    p = sub.add_parser("spread")
+    p.add_argument("log")
+    p.add_argument("--asking", default="approve_payroll")
+    p = sub.add_parser("affinity")
+    p.add_argument("log")
+    p.add_argument("--instance", action="append", default=[], metavar="PREFIX=UPSTREAM", help="repeatable")
+    args = parser.parse_args()
+    if args.check == "stream":
+        fine = stream(args.url)
+    elif args.check == "host":
+        fine = host(args.url)
+    elif args.check == "crowd":
+        fine = crowd(args.url, args.pid, args.seconds, args.count)
+    elif args.check == "gone":
+        fine = gone(args.url, args.session)
+    elif args.check == "spread":
+        fine = spread(args.log, args.asking)
+    else:
+        fine = affinity(args.log, dict(item.split("=", 1) for item in args.instance))
+    sys.exit(0 if fine else 1)
+
+
+if __name__ == "__main__":
+    main()
