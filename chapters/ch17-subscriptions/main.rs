@@ -25,6 +25,7 @@
 //! - `input_required.rs` (chapter 15): asking in 2026-07-28, `requestState`.
 //! - `sessions.rs` (chapter 16): sessions; asking mid-call in the handshake era.
 //! - `subscriptions.rs` (this chapter): subscriptions, told on the session's stream.
+//! - `listen.rs` (this chapter): 2026-07-28's `subscriptions/listen`, told the same.
 //!
 //! Under them all is the HTTP base, `src/http.rs` of the workbook (`http.rs` in a copy
 //! made with `workbook starter`).
@@ -56,10 +57,12 @@ mod streaming;
 mod input_required;
 mod sessions;
 mod subscriptions;
+mod listen;
 
 use endpoint::{Guard, handle};
 use input_required::{APPROVE_PAYROLL, parse_state_key, random_key};
 use jsonrpc::echo;
+use listen::Listeners;
 use mcp::{Content, ToolResult};
 use prompts::{PromptMessage, quote_as_theirs};
 use rate_limit::{DEFAULT_MAX_CALLS_PER_MINUTE, RateLimit};
@@ -920,13 +923,13 @@ struct Args {
     // How many sessions, and how long they last (chapter 16): sessions.rs's flags.
     #[command(flatten)]
     sessions: sessions::SessionFlags,
-    /// Session streams open at once (chapter 17: a GET in a session, where it hears of
-    /// the resources it subscribed to); one more is answered 503. Each holds a thread
+    /// Streams open at once, of each kind (chapter 17: a GET in a session, where it hears
+    /// of the resources it subscribed to; a `subscriptions/listen`); one more is 503. Each holds a thread
     /// and a connection while it is open, `MAX_STREAM_TIME` at most: keep it well below
     /// `--max-connections`, so that streams cannot take every connection.
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_streams: usize,
-    /// For tests: the most resources one session may subscribe to at once
+    /// For tests: the most resources one session (or one listen) may subscribe to at once
     /// (`MAX_SUBSCRIPTIONS` unless given), so that a test can reach it with the few
     /// resources this server offers.
     #[arg(long, value_name = "N", default_value_t = MAX_SUBSCRIPTIONS, hide = true)]
@@ -952,6 +955,7 @@ struct Catalog {
     prompts: Vec<Prompt>,
     calls: Calls,
     sessions: Sessions,
+    listeners: Listeners,
 }
 // ANCHOR_END: catalog
 
@@ -975,6 +979,7 @@ fn main() -> std::io::Result<()> {
         prompts: prompts(),
         calls: Calls::new(args.max_running_calls),
         sessions: args.sessions.sessions(args.stdio, args.max_streams, args.max_subscriptions),
+        listeners: Listeners::new(args.max_streams, args.max_subscriptions),
     }));
     let rate_limit = RateLimit::new(args.max_calls_per_minute);
     if args.stdio {
