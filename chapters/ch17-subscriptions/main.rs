@@ -5,7 +5,8 @@
 //! Streamable HTTP or stdio, in both eras of the protocol (the `initialize` handshake,
 //! and 2026-07-28's requests that each stand alone). This chapter adds subscriptions: a
 //! client in a session hears, on the session's own stream, when a resource it
-//! subscribed to changes (`subscriptions.rs`).
+//! subscribed to changes (`subscriptions.rs`); a 2026-07-28 client hears it on the
+//! answer to its `subscriptions/listen` (`listen.rs`).
 //!
 //! # Layout
 //!
@@ -549,7 +550,8 @@ fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
 // gets the values of the URI's variables and returns `None` for a URI that names nothing.
 // What a resource holds may change while the server runs (`payroll://last-run`): the
 // tool that changes it says so with `call.resource_updated(uri)`, and every session
-// subscribed to that URI is told (chapter 17).
+// subscribed to that URI, and every `subscriptions/listen` that named it, is told
+// (chapter 17).
 // ===========================================================================
 
 // ANCHOR: resources
