@@ -8,7 +8,11 @@
 //! client listens on its stream is in use: it does not expire while the stream is open,
 //! and is the last to be ended to make room; a GET for a session that has expired is 404
 //! (`--session-idle-secs` makes a second idle). (One stream per session, and
-//! `--max-streams` in all, are in the transcript.)
+//! `--max-streams` in all, are in the transcript.) And 2026-07-28's
+//! `subscriptions/listen` (listen.rs) where the transcript, with `--max-streams 1`, cannot
+//! show it: several subscriptions open at once over HTTP, beside a session's stream, each
+//! hears a change it named once, tagged with its own id, and one that did not name it
+//! hears nothing; and its URIs are bounded by `--max-subscriptions` too.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
@@ -168,4 +172,77 @@ fn a_listening_session_does_not_expire_and_a_stream_for_an_expired_one_is_404() 
     drop(stream);
     std::thread::sleep(std::time::Duration::from_millis(3500));
     assert_eq!(ping_status(server.address, &listening), 404, "a session outlived its idle time after its stream");
+}
+
+/// A 2026-07-28 `subscriptions/listen` with id `id` for `uris`, read up to its
+/// acknowledgment: the connection, and what came.
+fn listen(address: SocketAddr, id: Value, uris: &[&str]) -> (TcpStream, Vec<u8>) {
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    let params = json!({ "_meta": meta, "notifications": { "resourceSubscriptions": uris } });
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": params });
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "subscriptions/listen"),
+    ];
+    let mut stream = replay::open(address, &request("POST", &headers, &body.to_string())).expect("the listen is sent");
+    let mut raw = Vec::new();
+    read_until(&mut stream, &mut raw, "}}\n\n");
+    (stream, raw)
+}
+
+#[test]
+fn several_listen_subscriptions_each_hear_what_they_named_tagged_with_their_own_id() {
+    let server = RunningServer::start(Path::new(BINARY), &[]).unwrap();
+    let (mut a, mut raw_a) = listen(server.address, json!("a"), &[LAST_RUN]);
+    let (mut b, mut raw_b) = listen(server.address, json!(2), &["docs://pay-rules", LAST_RUN]);
+    let (mut c, mut raw_c) = listen(server.address, json!("c"), &["docs://pay-rules"]);
+    let session = subscribed_session(server.address);
+    let (mut s, mut raw_s) = open_stream(server.address, &session);
+
+    let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "run_payroll" } });
+    let answer = replay::send(server.address, &post(None, &call)).unwrap();
+    assert!(answer.body.contains("Payroll for 3 employees"), "{}", answer.body);
+    for (stream, raw) in [(&mut a, &mut raw_a), (&mut b, &mut raw_b), (&mut s, &mut raw_s)] {
+        read_until(stream, raw, UPDATED);
+    }
+
+    // The clients leave: each subscription ends, with no result (the client closed it).
+    for stream in [&mut a, &mut b, &mut c] {
+        stream.shutdown(std::net::Shutdown::Write).unwrap();
+    }
+    let tag = |message: &Value| message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone();
+    for (id, stream, raw, hears) in [
+        (json!("a"), &mut a, &mut raw_a, true),
+        (json!(2), &mut b, &mut raw_b, true),
+        (json!("c"), &mut c, &mut raw_c, false),
+    ] {
+        assert!(ends(stream, raw), "subscription {id} outlived its client");
+        let heard = messages(raw);
+        assert_eq!(heard[0]["method"], "notifications/subscriptions/acknowledged", "{heard:?}");
+        assert!(heard.iter().all(|message| tag(message) == id), "{heard:?}");
+        let updates: Vec<&Value> = heard.iter().filter(|m| m["method"] == "notifications/resources/updated").collect();
+        assert_eq!(updates.len(), usize::from(hears), "{id}: {heard:?}");
+        assert!(updates.iter().all(|update| update["params"]["uri"] == LAST_RUN), "{heard:?}");
+        assert!(heard.iter().all(|message| message.get("id").is_none()), "a result after the client left: {heard:?}");
+    }
+    // The session's stream heard it too, untagged: it is no subscription's.
+    let delete = request("DELETE", &[("Mcp-Session-Id", &session)], "");
+    assert_eq!(replay::send(server.address, &delete).unwrap().status, 204);
+    assert!(ends(&mut s, &mut raw_s));
+    let heard = messages(&raw_s);
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_eq!(heard[0]["params"], json!({ "uri": LAST_RUN }));
+}
+
+#[test]
+fn a_listen_names_a_bounded_number_of_resources() {
+    let server = RunningServer::start(Path::new(BINARY), &["--max-subscriptions".into(), "2".into()]).unwrap();
+    let (mut stream, mut raw) = listen(server.address, json!(1), &["docs://pay-rules", "images://logo.png", LAST_RUN]);
+    assert!(ends(&mut stream, &mut raw), "a refused listen left its stream open");
+    let body = replay::parse_response(&raw).expect("an answer").body;
+    let refused: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("at most 2 resources"), "{refused}");
 }

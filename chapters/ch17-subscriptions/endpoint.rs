@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::http::{Request, Response};
 use crate::jsonrpc::{Message, RpcError, echo, parse_message, readable_id, reply};
+use crate::listen::listen_over_http;
 use crate::mcp::{ASSUMED_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, dispatch, for_version};
 use crate::modern::{all_versions, answer_modern, check_envelope, is_modern};
 use crate::rate_limit::{RateLimit, caller};
@@ -81,6 +82,10 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
             && let Some(long) = long_call(method, params.as_ref(), catalog, Era::Modern, None)
         {
             return answer_long_call(id.clone(), long, format, streams, catalog);
+        }
+        // Chapter 17: a subscription's answer stays open (listen.rs).
+        if method == "subscriptions/listen" && check_envelope(Some(request), method, params.as_ref()).is_ok() {
+            return listen_over_http(id.clone(), params.as_ref(), request.header("Accept"), format, catalog);
         }
         return format.wrap(answer_modern(Some(request), id.clone(), method, params.as_ref(), catalog));
     }
@@ -187,7 +192,7 @@ fn weight(accept: &str, media_type: &str) -> f64 {
 
 impl Format {
     /// Put a JSON response in the form the client asked for.
-    fn wrap(self, response: Response) -> Response {
+    pub fn wrap(self, response: Response) -> Response {
         match self {
             Format::Json => response,
             // One event named `message` whose data is the JSON-RPC response, then a

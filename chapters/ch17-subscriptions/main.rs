@@ -5,7 +5,8 @@
 //! Streamable HTTP or stdio, in both eras of the protocol (the `initialize` handshake,
 //! and 2026-07-28's requests that each stand alone). This chapter adds subscriptions: a
 //! client in a session hears, on the session's own stream, when a resource it
-//! subscribed to changes (`subscriptions.rs`).
+//! subscribed to changes (`subscriptions.rs`); a 2026-07-28 client hears it on the
+//! answer to its `subscriptions/listen` (`listen.rs`).
 //!
 //! # Layout
 //!
@@ -25,6 +26,7 @@
 //! - `input_required.rs` (chapter 15): asking in 2026-07-28, `requestState`.
 //! - `sessions.rs` (chapter 16): sessions; asking mid-call in the handshake era.
 //! - `subscriptions.rs` (this chapter): subscriptions, told on the session's stream.
+//! - `listen.rs` (this chapter): 2026-07-28's `subscriptions/listen`, told the same.
 //!
 //! Under them all is the HTTP base, `src/http.rs` of the workbook (`http.rs` in a copy
 //! made with `workbook starter`).
@@ -56,10 +58,12 @@ mod streaming;
 mod input_required;
 mod sessions;
 mod subscriptions;
+mod listen;
 
 use endpoint::{Guard, handle};
 use input_required::{APPROVE_PAYROLL, parse_state_key, random_key};
 use jsonrpc::echo;
+use listen::Listeners;
 use mcp::{Content, ToolResult};
 use prompts::{PromptMessage, quote_as_theirs};
 use rate_limit::{DEFAULT_MAX_CALLS_PER_MINUTE, RateLimit};
@@ -546,7 +550,8 @@ fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
 // gets the values of the URI's variables and returns `None` for a URI that names nothing.
 // What a resource holds may change while the server runs (`payroll://last-run`): the
 // tool that changes it says so with `call.resource_updated(uri)`, and every session
-// subscribed to that URI is told (chapter 17).
+// subscribed to that URI, and every `subscriptions/listen` that named it, is told
+// (chapter 17).
 // ===========================================================================
 
 // ANCHOR: resources
@@ -920,13 +925,13 @@ struct Args {
     // How many sessions, and how long they last (chapter 16): sessions.rs's flags.
     #[command(flatten)]
     sessions: sessions::SessionFlags,
-    /// Session streams open at once (chapter 17: a GET in a session, where it hears of
-    /// the resources it subscribed to); one more is answered 503. Each holds a thread
+    /// Streams open at once, of each kind (chapter 17: a GET in a session, where it hears
+    /// of the resources it subscribed to; a `subscriptions/listen`); one more is 503. Each holds a thread
     /// and a connection while it is open, `MAX_STREAM_TIME` at most: keep it well below
     /// `--max-connections`, so that streams cannot take every connection.
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_streams: usize,
-    /// For tests: the most resources one session may subscribe to at once
+    /// For tests: the most resources one session (or one listen) may subscribe to at once
     /// (`MAX_SUBSCRIPTIONS` unless given), so that a test can reach it with the few
     /// resources this server offers.
     #[arg(long, value_name = "N", default_value_t = MAX_SUBSCRIPTIONS, hide = true)]
@@ -952,6 +957,7 @@ struct Catalog {
     prompts: Vec<Prompt>,
     calls: Calls,
     sessions: Sessions,
+    listeners: Listeners,
 }
 // ANCHOR_END: catalog
 
@@ -975,6 +981,7 @@ fn main() -> std::io::Result<()> {
         prompts: prompts(),
         calls: Calls::new(args.max_running_calls),
         sessions: args.sessions.sessions(args.stdio, args.max_streams, args.max_subscriptions),
+        listeners: Listeners::new(args.max_streams, args.max_subscriptions),
     }));
     let rate_limit = RateLimit::new(args.max_calls_per_minute);
     if args.stdio {

@@ -65,7 +65,8 @@ pub fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
         // prompts: `prompts/list`, `prompts/get`; and `completion/complete`; and log
         // messages during a call (`notifications/message`, `logging/setLevel`). Chapter
         // 17: `subscribe`, a client in a session may ask to hear when a resource changes
-        // (`resources/subscribe`), on its session's stream. No `listChanged`: the lists
+        // (`resources/subscribe`), on its session's stream (in 2026-07-28, with
+        // `subscriptions/listen`, `server/discover` says). No `listChanged`: the lists
         // never change while the server runs (what a resource holds may).
         "capabilities": {
             "tools": {},

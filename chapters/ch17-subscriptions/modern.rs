@@ -160,9 +160,9 @@ fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> R
         // Chapter 15: a tool that asks the client answers through its own path.
         "tools/call" if asks_client(params) => call_asking(params, &catalog.tools),
         // A log level is asked for per request now (`2026-07-28/changelog.mdx`), and a
-        // client subscribes with `subscriptions/listen`, which this server does not build
-        // (`2026-07-28/basic/patterns/subscriptions.mdx`: it "replaces the former
-        // `resources/subscribe` RPC and the HTTP GET endpoint").
+        // client subscribes with `subscriptions/listen` (listen.rs), which "replaces the
+        // former `resources/subscribe` RPC and the HTTP GET endpoint"
+        // (`2026-07-28/basic/patterns/subscriptions.mdx`).
         "initialize" | "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
             Err(RpcError::method_not_found(method))
         }
@@ -171,10 +171,12 @@ fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> R
     }
 }
 
-/// What a client may learn before its first call: the revisions and capabilities. No
-/// `subscribe` (chapter 17): in this revision it promises `subscriptions/listen`.
+/// What a client may learn before its first call: the revisions and capabilities.
+/// `subscribe` (chapter 17): a `subscriptions/listen` may name resources (listen.rs). No
+/// `listChanged`: the lists are compiled in, and never change while the server runs.
 fn discover() -> Value {
-    let capabilities = json!({ "tools": {}, "resources": {}, "prompts": {}, "completions": {}, "logging": {} });
+    let resources = json!({ "subscribe": true });
+    let capabilities = json!({ "tools": {}, "resources": resources, "prompts": {}, "completions": {}, "logging": {} });
     json!({ "supportedVersions": all_versions(), "capabilities": capabilities })
 }
 

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::Catalog;
 use crate::jsonrpc::{Message, Outcome, RpcError, RpcResponse, echo, parse_message, readable_id, reply};
+use crate::listen::listen_on_stdio;
 use crate::mcp::{ASSUMED_VERSION, dispatch, for_version};
 use crate::modern::{answer_modern, check_envelope, is_modern};
 use crate::rate_limit::{RateLimit, STDIO_CALLER};
@@ -40,6 +41,9 @@ pub fn serve_stdio(catalog: &'static Catalog, rate_limit: &RateLimit) -> io::Res
                 catalog.sessions.end(session);
             }
             catalog.calls.wait_for_all(Instant::now() + MAX_CALL_TIME);
+            // Chapter 17: the server ends each subscription still open, with its result,
+            // once the calls whose changes it would hear have ended.
+            catalog.listeners.close_on_stdout();
             return Ok(());
         }
         if let Some(answer) = handle_line(&line, catalog, rate_limit, &mut session, &mut version) {
@@ -88,6 +92,10 @@ fn handle_line(
                 && let Some(long) = long_call(&method, params.as_ref(), catalog, Era::Modern, None)
             {
                 return start_long_call_on_stdio(id, long, catalog);
+            }
+            // Chapter 17: a subscription's lines come as its changes do (listen.rs).
+            if method == "subscriptions/listen" && check_envelope(None, &method, params.as_ref()).is_ok() {
+                return listen_on_stdio(id, params.as_ref(), catalog);
             }
             answer_modern(None, id, &method, params.as_ref(), catalog)
         }

@@ -18,7 +18,7 @@ use crate::input_required::asks_client;
 use crate::jsonrpc::{RpcError, echo, reply};
 use crate::mcp::{check_arguments, run_tool};
 use crate::modern::{LOG_LEVEL_KEY, complete, request_meta};
-use crate::sessions::{AskPermit, NEEDS_A_HANDSHAKE, NEEDS_A_SESSION, NEEDS_AN_EVENT_STREAM, Session, Sessions};
+use crate::sessions::{AskPermit, NEEDS_A_HANDSHAKE, NEEDS_A_SESSION, NEEDS_AN_EVENT_STREAM, Session};
 use crate::stdio::write_line;
 use crate::{Catalog, Run, SERVER_NAME, Tool, http};
 
@@ -47,9 +47,9 @@ pub struct Call<'a> {
     /// Where the tool may ask its client a question, or why it may not (chapter 16,
     /// [`Call::ask`]).
     pub asking: AskPermit,
-    /// The sessions to tell when the tool changes a resource (chapter 17,
-    /// [`Call::resource_updated`]); `None`: nobody hears.
-    pub subscribers: Option<&'static Sessions>,
+    /// Where to find who to tell when the tool changes a resource (chapter 17,
+    /// [`Call::resource_updated`]): sessions and subscriptions; `None`: nobody hears.
+    pub subscribers: Option<&'static Catalog>,
 }
 
 impl<'a> Call<'a> {
@@ -276,7 +276,7 @@ pub fn answer_long_call(
     };
     Response::stream(200, content_type, move |writer| {
         let mut outlet = ResponseBody { writer, events, running: &running, closing_cancels };
-        match finish_long_call(id, &long, &mut outlet, asking, &catalog.sessions) {
+        match finish_long_call(id, &long, &mut outlet, asking, catalog) {
             Some(answer) => outlet.finish(&answer),
             None => eprintln!("a call was cancelled: no result sent"),
         }
@@ -337,13 +337,13 @@ impl ResponseBody<'_, '_> {
 /// Run a long call to its end, and give the JSON-RPC response to send: `None` when it
 /// was cancelled, which gets no response at all ("Not send a response for the
 /// cancelled request", `2025-11-25/basic/utilities/cancellation.mdx`). A resource it
-/// changes is told to `subscribers` (chapter 17).
+/// changes is told to the subscribers `subscribers` holds (chapter 17).
 fn finish_long_call(
     id: Value,
     long: &LongCall,
     outlet: &mut dyn Outlet,
     asking: AskPermit,
-    subscribers: &'static Sessions,
+    subscribers: &'static Catalog,
 ) -> Option<Vec<u8>> {
     let mut call = Call::new(outlet, long.progress_token.clone(), long.log_level);
     call.asking = asking;
@@ -382,7 +382,7 @@ pub fn start_long_call_on_stdio(id: Value, long: LongCall, catalog: &'static Cat
     let answer_to = id.clone();
     let spawned = thread::Builder::new().name("call".into()).spawn(move || {
         let mut outlet = StdoutLines { running: &running };
-        if let Some(answer) = finish_long_call(id, &long, &mut outlet, asking, &catalog.sessions) {
+        if let Some(answer) = finish_long_call(id, &long, &mut outlet, asking, catalog) {
             let _ = write_line(&answer);
         }
     });
@@ -513,6 +513,9 @@ pub fn notice(method: &str, params: Option<&Value>, catalog: &Catalog, session: 
     let reason = params.and_then(|p| p.get("reason")).and_then(Value::as_str).unwrap_or("no reason given");
     let what = if catalog.calls.cancel(id, session.map(|session| session.id.as_str())) {
         "stopping it"
+    } else if catalog.listeners.cancel(id) {
+        // Chapter 17: over stdio a subscription (listen.rs) ends this way.
+        "ending that subscription"
     } else {
         "no such call running; ignored"
     };

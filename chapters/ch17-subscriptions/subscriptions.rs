@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::Catalog;
 use crate::endpoint::{allows_event_stream, event, refusal};
-use crate::http::{Request, Response};
+use crate::http::{BodyWriter, Request, Response};
 use crate::jsonrpc::{RpcError, reply};
 use crate::resources::{find_resource, resource_uri};
 use crate::sessions::{Session, Sessions, session_not_found};
@@ -38,7 +38,7 @@ const LISTEN_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Messages waiting for a stream to send them; one more is dropped, and its client
 /// misses it. A client that does not read cannot make the server hold more.
-const STREAM_BACKLOG: usize = 16;
+pub const STREAM_BACKLOG: usize = 16;
 
 /// Why `resources/subscribe` needs a session: said in the error.
 const NEEDS_A_SESSION_TO_SUBSCRIBE: &str = "a subscription lives in a session: `initialize` opens one (over HTTP, send its `Mcp-Session-Id` with this request)";
@@ -147,8 +147,11 @@ impl Call<'_> {
     /// Tell whoever subscribed to `uri` that what it holds has changed. Any tool that
     /// changes a resource calls it, once the change is made.
     pub fn resource_updated(&mut self, uri: &str) {
-        if let Some(sessions) = self.subscribers {
-            sessions.resource_updated(uri);
+        // Both eras hear: a session subscribed to it, and a `subscriptions/listen` that
+        // named it (listen.rs).
+        if let Some(catalog) = self.subscribers {
+            catalog.sessions.resource_updated(uri);
+            catalog.listeners.resource_updated(uri);
         }
     }
 }
@@ -212,22 +215,48 @@ pub fn open_stream(request: &Request, sessions: &'static Sessions) -> Response {
     };
     let id = id.to_string();
     Response::stream(200, "text/event-stream", move |writer| {
-        let until = Instant::now() + MAX_STREAM_TIME;
-        while let Some(left) = until.checked_duration_since(Instant::now()).filter(|left| !left.is_zero()) {
-            match messages.recv_timeout(left.min(LISTEN_CHECK_INTERVAL)) {
-                Ok(message) => {
-                    if writer.send(&event(message.to_string().as_bytes())).is_err() {
-                        break; // the client has gone
-                    }
-                }
-                // The session ended (DELETE, idle, made room): so does its stream.
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) if writer.client_gone() => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-        }
+        // However it ends (the session ended: DELETE, idle, made room), the session may
+        // open another.
+        relay(writer, &messages);
         sessions.stop_listening(&id, number);
     })
     .with_header("X-Accel-Buffering", "no")
+}
+
+/// How a stream's relay ended.
+#[derive(PartialEq)]
+pub enum Relayed {
+    /// `MAX_STREAM_TIME` passed.
+    TimeUp,
+    /// The client has gone.
+    ClientGone,
+    /// Nothing can arrive any more: what fed it has ended.
+    SourceGone,
+}
+
+impl Relayed {
+    pub fn time_up(&self) -> bool {
+        *self == Relayed::TimeUp
+    }
+}
+
+/// Send each message that arrives as an event, at once, until the client goes, the
+/// messages stop for good, or `MAX_STREAM_TIME` passes: the session's stream, and a
+/// `subscriptions/listen` answer (listen.rs), end alike.
+pub fn relay(writer: &mut BodyWriter, messages: &mpsc::Receiver<Value>) -> Relayed {
+    let until = Instant::now() + MAX_STREAM_TIME;
+    while let Some(left) = until.checked_duration_since(Instant::now()).filter(|left| !left.is_zero()) {
+        match messages.recv_timeout(left.min(LISTEN_CHECK_INTERVAL)) {
+            Ok(message) => {
+                if writer.send(&event(message.to_string().as_bytes())).is_err() {
+                    return Relayed::ClientGone;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Relayed::SourceGone,
+            Err(mpsc::RecvTimeoutError::Timeout) if writer.client_gone() => return Relayed::ClientGone,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+    Relayed::TimeUp
 }
 // ANCHOR_END: open_stream

@@ -56,8 +56,12 @@ With `--subscribe URI=NAME` the client subscribes to the resource URI, which the
 NAME changes (chapter 17): in the handshake era the subscription must answer, a call
 of NAME must bring one `notifications/resources/updated` for URI (on the session's
 stream over HTTP, a line over stdio), and after `resources/unsubscribe` a second call
-none. In 2026-07-28, which has no `resources/subscribe`, the subscription must fail
-with -32601.
+none. In 2026-07-28, which has no `resources/subscribe`, that must fail with -32601, and
+the client listens instead (`Client.listen`, `subscriptions/listen`) for URI and for
+`toolsListChanged`: the acknowledgment must honour URI and not `toolsListChanged` (the
+server's tools never change), a call of NAME must bring one `ResourceUpdated` for URI,
+and once the client has left the subscription (it closes the stream over HTTP, sends
+`notifications/cancelled` over stdio) a second call must still answer.
 
 Exit codes: 0 every call as expected; 1 some call failed; 2 could not connect or list.
 """
@@ -412,7 +416,7 @@ async def check_subscribe(client: Any, uri: str, name: str, modern: bool, update
             code = getattr(getattr(exc, "error", None), "code", None)
             fine = code == -32601
             print(f"{'ok  ' if fine else 'FAIL'} subscribe {uri} (2026-07-28 has none, code {code}): {one_line(exc)}")
-            return 0 if fine else 1
+            return (0 if fine else 1) + await check_listen(client, uri, name)
         print(f"FAIL subscribe {uri}: answered in 2026-07-28, which has no resources/subscribe")
         return 1
     updates.clear()
@@ -430,6 +434,30 @@ async def check_subscribe(client: Any, uri: str, name: str, modern: bool, update
     print(
         f"{'ok  ' if fine else 'FAIL'} subscribe {uri}: {heard} update(s) after {name}, "
         f"{after - heard} more once unsubscribed (expected 1, then 0)"
+    )
+    return 0 if fine else 1
+
+
+async def check_listen(client: Any, uri: str, name: str) -> int:
+    """2026-07-28: listen for URI (and for a tools list that never changes), call NAME: the
+    acknowledgment honours URI only, one ResourceUpdated for it comes; leave, call again."""
+    try:
+        async with client.listen(resource_subscriptions=[uri], tools_list_changed=True) as subscription:
+            honored = subscription.honored
+            acknowledged = list(honored.resource_subscriptions or []) == [uri] and not honored.tools_list_changed
+            await client.call_tool(name, {})
+            with anyio.fail_after(5.0):
+                event = await subscription.__anext__()
+        # Left: over HTTP the stream is closed, over stdio `notifications/cancelled` sent.
+        await client.call_tool(name, {})
+    except Exception as exc:
+        print(f"FAIL listen {uri}: {one_line(exc)}")
+        return 1
+    heard = getattr(event, "uri", None) == uri
+    fine = acknowledged and heard
+    print(
+        f"{'ok  ' if fine else 'FAIL'} listen {uri}: acknowledged {honored.model_dump(by_alias=True, exclude_none=True)}"
+        f" (expected only {uri}), then {type(event).__name__} {getattr(event, 'uri', '')} after {name}"
     )
     return 0 if fine else 1
 
