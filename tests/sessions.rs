@@ -13,7 +13,6 @@
 //!   runs it behind nginx), and refuses a prefix the spec would not allow in an id.
 
 use std::io::Read;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ use serde_json::{Value, json};
 
 #[path = "common/session_client.rs"]
 mod session_client;
-use session_client::{open_session, post, read_until};
+use session_client::{open_session, ping_status, post, read_until};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch16-sessions");
 const IN_SESSIONS: &[&str] = &[env!("CARGO_BIN_EXE_ch16-sessions"), env!("CARGO_BIN_EXE_ch17-subscriptions")];
@@ -57,12 +56,6 @@ fn an_answer_counts_only_in_the_session_that_was_asked() {
     assert_eq!(result["result"]["content"][0]["text"], "Payroll approved by the user and run for this week.");
 }
 
-/// A `ping` in `session`: the answer's status (404 once the session has ended).
-fn ping(address: SocketAddr, session: &str) -> u16 {
-    let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" });
-    replay::send(address, &post(Some(session), &ping)).expect("the ping is answered").status
-}
-
 #[test]
 fn opening_one_session_too_many_ends_the_one_idle_longest() {
     for binary in IN_SESSIONS {
@@ -70,11 +63,11 @@ fn opening_one_session_too_many_ends_the_one_idle_longest() {
         let first = open_session(server.address, json!({}));
         let second = open_session(server.address, json!({}));
         // The first, opened first, is used again: now the second is the one idle longest.
-        assert_eq!(ping(server.address, &first), 200, "{binary}");
+        assert_eq!(ping_status(server.address, &first), 200, "{binary}");
         let third = open_session(server.address, json!({}));
-        assert_eq!(ping(server.address, &second), 404, "{binary}: the session idle longest made room");
-        assert_eq!(ping(server.address, &first), 200, "{binary}: the oldest session, used lately, goes on");
-        assert_eq!(ping(server.address, &third), 200, "{binary}");
+        assert_eq!(ping_status(server.address, &second), 404, "{binary}: the session idle longest made room");
+        assert_eq!(ping_status(server.address, &first), 200, "{binary}: the oldest session, used lately, goes on");
+        assert_eq!(ping_status(server.address, &third), 200, "{binary}");
     }
 }
 
@@ -90,7 +83,7 @@ fn a_session_idle_too_long_ends() {
         let opened = replay::send(server.address, &post(None, &initialize)).unwrap();
         let session = opened.header("Mcp-Session-Id").expect("a session").to_string();
         std::thread::sleep(Duration::from_millis(1500));
-        assert_eq!(ping(server.address, &session), 404, "{binary}: the session outlived its idle time");
+        assert_eq!(ping_status(server.address, &session), 404, "{binary}: the session outlived its idle time");
     }
 }
 
@@ -102,8 +95,8 @@ fn session_ids_begin_with_the_instance_prefix() {
         // The prefix, then the 32 hex digits that are the secret, unchanged.
         let secret = session.strip_prefix("a-").unwrap_or_else(|| panic!("{binary}: {session} begins with a-"));
         assert!(secret.len() == 32 && secret.bytes().all(|b| b.is_ascii_hexdigit()), "{binary}: {session}");
-        assert_eq!(ping(server.address, &session), 200, "{binary}: the session is found by its whole id");
-        assert_eq!(ping(server.address, secret), 404, "{binary}: the id without its prefix is no session");
+        assert_eq!(ping_status(server.address, &session), 200, "{binary}: the session is found by its whole id");
+        assert_eq!(ping_status(server.address, secret), 404, "{binary}: the id without its prefix is no session");
         // "The session ID MUST only contain visible ASCII characters": nor may its start.
         for wrong in ["a b", "\u{e9}-", &"a".repeat(33)] {
             let refused = std::process::Command::new(binary).args(["--session-prefix", wrong]).output().unwrap();

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 #[path = "common/session_client.rs"]
 mod session_client;
-use session_client::{open_session, post, read_until, request};
+use session_client::{open_session, ping_status, post, read_until, request};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch17-subscriptions");
 const LAST_RUN: &str = "payroll://last-run";
@@ -134,12 +134,6 @@ fn a_session_subscribes_to_a_bounded_number_of_resources() {
     assert_eq!(subscribe(&session, LAST_RUN)["result"], json!({}));
     let other = open_session(server.address, json!({}));
     assert_eq!(subscribe(&other, "docs://pay-rules")["result"], json!({}));
-}
-
-/// A `ping` in `session`: its status (404 once the session has ended).
-fn ping_status(address: SocketAddr, session: &str) -> u16 {
-    let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" });
-    replay::send(address, &post(Some(session), &ping)).expect("the ping is answered").status
 }
 
 #[test]

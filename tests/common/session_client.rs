@@ -26,6 +26,12 @@ pub fn post(session: Option<&str>, body: &Value) -> HttpRequest {
     request("POST", &headers, &body.to_string())
 }
 
+/// A `ping` in `session`: its status (404 once the session has ended).
+pub fn ping_status(address: SocketAddr, session: &str) -> u16 {
+    let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" });
+    replay::send(address, &post(Some(session), &ping)).expect("the ping is answered").status
+}
+
 /// `initialize` from a client that declares `capabilities`, then
 /// `notifications/initialized`, as a real client does: the new session's id.
 pub fn open_session(address: SocketAddr, capabilities: Value) -> String {
