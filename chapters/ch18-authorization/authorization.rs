@@ -266,7 +266,11 @@ fn scopes_needed(message: Option<&Message>) -> Vec<&'static str> {
         && method == "tools/call"
         && let Some(tool) = params.get("name").and_then(Value::as_str)
     {
-        needed.extend(scopes_for_tool(tool).iter().filter(|scope| !needed.contains(scope)).collect::<Vec<_>>());
+        for scope in scopes_for_tool(tool) {
+            if !needed.contains(scope) {
+                needed.push(scope);
+            }
+        }
     }
     needed
 }
