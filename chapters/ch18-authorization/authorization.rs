@@ -6,7 +6,7 @@
 //!   token, at `/.well-known/oauth-protected-resource` (with and without `/mcp`);
 //! - `Authorization::caller`: the token checked (a JWT access token, RFC 9068, signed
 //!   with a key the authorization server publishes), or the `401` that says why not;
-//! - `Caller::may`: the scopes a request needs, or the `403` that names them;
+//! - `Authorization::check_scopes`: the scopes a request needs, or the `403` that names them;
 //! - `Keys`: the authorization server's signing keys, fetched, kept, and fetched again.
 //!
 //! The cryptography is not written here: `jsonwebtoken` checks signatures and the time
@@ -80,7 +80,7 @@ pub struct Caller {
     pub subject: Option<String>,
     /// The scopes the token grants; `None` when the server asks for no token (all).
     scopes: Option<Vec<String>>,
-    /// Where the request came from.
+    /// Where the request came from, when no token says who sent it.
     address: Option<IpAddr>,
 }
 
@@ -168,7 +168,7 @@ impl Authorization {
             return Err(self.challenge(401, None, &[READ_SCOPE], Value::Null));
         };
         match self.validate(token) {
-            Ok(caller) => Ok(Caller { address: Some(request.peer), ..caller }),
+            Ok(caller) => Ok(caller),
             Err(Invalid::Token(why)) => {
                 Err(self.challenge(401, Some(("invalid_token", &why)), &[READ_SCOPE], Value::Null))
             }

@@ -6,7 +6,7 @@
 //!   token, at `/.well-known/oauth-protected-resource` (with and without `/mcp`);
 //! - `Authorization::caller`: the token checked (a JWT access token, RFC 9068, signed
 //!   with a key the authorization server publishes), or the `401` that says why not;
-//! - `Caller::may`: the scopes a request needs, or the `403` that names them;
+//! - `Authorization::check_scopes`: the scopes a request needs, or the `403` that names them;
 //! - `Keys`: the authorization server's signing keys, fetched, kept, and fetched again.
 //!
 //! The cryptography is not written here: `jsonwebtoken` checks signatures and the time
@@ -92,7 +92,7 @@ pub struct Caller {
     pub subject: Option<String>,
     /// The scopes the token grants; `None` when the server asks for no token (all).
     scopes: Option<Vec<String>>,
-    /// Where the request came from.
+    /// Where the request came from, when no token says who sent it.
     address: Option<IpAddr>,
 }
 
@@ -189,9 +189,9 @@ impl Authorization {
     /// valid, naming a subject. Anything else is refused, and never passed on.
     fn validate(&self, token: &str) -> Result<Caller, Invalid> {
         let header = decode_header(token).map_err(|_| Invalid::token("the token is not a JWT"))?;
-        // TODO: decision 2: which tokens are this server's: their `typ`, their algorithm, their key, and
-        // what `Validation` holds them to. Proven by "A token for another server", "An ID token is not an
-        // access token", "A token signed with a shared secret" and "An expired token".
+        // TODO: decision 2: which tokens are this server's: `typ`, algorithm, key, and what `Validation`
+        // holds them to. Proven by "An ID token is not an access token", "A token signed with a shared
+        // secret", "A token not valid yet", "A token from another authorization server" and the like.
         let (key, validation): (DecodingKey, Validation) = todo!("which tokens are ours?");
         // END TODO
         let claims = decode::<Claims>(token, &key, &validation).map_err(|error| match error.kind() {
@@ -252,8 +252,9 @@ impl Authorization {
 
 /// The scopes a message needs: `mcp:read`, and for a `tools/call`, the tool's own.
 fn scopes_needed(message: Option<&Message>) -> Vec<&'static str> {
-    // TODO: decision 3: the scopes this message needs: `READ_SCOPE` for any, and for a `tools/call`
-    // also the tool's own (`scopes_for_tool`). Proven by "A token that may read calls a tool that reads".
+    // TODO: decision 3: the scopes this message needs (YOUR TOOLS in `main.rs` says what a tool
+    // needs). Proven by "A token that may read calls a tool that reads" and "A token that grants
+    // none of this server's scopes".
     todo!("which scopes?")
     // END TODO
 }
