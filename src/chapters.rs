@@ -60,6 +60,12 @@ pub const CHAPTERS: &[Chapter] = &[
         title: "Subscriptions: the session's own stream",
         piece: Some("subscriptions"),
     },
+    Chapter {
+        number: 18,
+        name: "ch18-authorization",
+        title: "Authorization: the server as an OAuth resource server",
+        piece: Some("authorization"),
+    },
 ];
 
 impl Chapter {

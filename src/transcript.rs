@@ -30,7 +30,9 @@
 //! ````
 //!
 //! - The optional `console` block, before the first exchange, gives the flags the
-//!   server is started with (everything after `--`).
+//!   server is started with (everything after `--`). A second `console` block whose
+//!   flags hold `--stdio`, anywhere, gives the stdio exchanges' flags instead (see
+//!   below): for a server whose HTTP flags do not apply over stdio (chapter 18).
 //! - Each `### ` heading starts an exchange: the first `http` block under it is the
 //!   request, sent as written (the replay adds `Host` when it is absent and always
 //!   sets `Content-Length`); the second is the response expected.
@@ -119,7 +121,8 @@
 //! ````
 //!
 //! - Each stdio exchange runs in a fresh process: the chapter's binary, started with
-//!   the `console` block's flags followed by `--stdio`. Every line of the `stdin` block
+//!   the `console` block's flags followed by `--stdio` (or with the flags of the
+//!   `console` block that holds `--stdio`, when there is one). Every line of the `stdin` block
 //!   is written to it as it stands (one message per line; a blank line is written as a
 //!   blank line), then its stdin is closed.
 //! - The `stdout` block holds every line the process must write before it exits, in
@@ -153,12 +156,17 @@ pub struct Transcript {
     pub exchanges: Vec<Exchange>,
     /// The stdio exchanges, in file order.
     pub stdio: Vec<StdioExchange>,
+    /// The flags of a `console` block that holds `--stdio`, when there is one.
+    pub stdio_server_args: Option<Vec<String>>,
 }
 
 impl Transcript {
     /// The flags a stdio exchange's process is started with: the `console` block's,
     /// then `--stdio`.
     pub fn stdio_args(&self) -> Vec<String> {
+        if let Some(args) = &self.stdio_server_args {
+            return args.clone();
+        }
         let mut args = self.server_args.clone();
         args.push("--stdio".to_string());
         args
@@ -370,6 +378,7 @@ const EXCHANGE_BLOCKS: &[&str] = &["http", "raw", "stdin", "stdout"];
 pub fn parse(text: &str) -> Result<Transcript, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
     let mut server_args = Vec::new();
+    let mut stdio_server_args = None;
     let mut exchanges = Vec::new();
     let mut stdio = Vec::new();
     let mut current: Option<Draft> = None;
@@ -524,8 +533,13 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                     });
                 }
             },
-            Piece::Block(block) if block.info == "console" && current.is_none() => {
-                server_args = parse_server_args(&lines[block.content.clone()]);
+            Piece::Block(block) if block.info == "console" => {
+                let args = parse_server_args(&lines[block.content.clone()]);
+                if args.iter().any(|arg| arg == "--stdio") {
+                    stdio_server_args = Some(args);
+                } else if current.is_none() {
+                    server_args = args;
+                }
             }
             Piece::Block(_) => {} // other code blocks are illustration only
         }
@@ -534,7 +548,7 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
     if exchanges.is_empty() && stdio.is_empty() {
         return Err(ParseError { line: 1, message: "no exchange (### heading) found".into() });
     }
-    Ok(Transcript { server_args, exchanges, stdio })
+    Ok(Transcript { server_args, exchanges, stdio, stdio_server_args })
 }
 
 /// An exchange while its lines are being read.
@@ -867,6 +881,18 @@ mod tests {
 ### A notification, then a ping\n\nProse.\n\n```stdin\n{\"jsonrpc\": \"2.0\", \"method\": \"n\"}\n\n\
 {\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"}\n```\n\n```stdout\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n```\n\n\
 ### Silence\n\n```stdin\n{\"jsonrpc\": \"2.0\", \"method\": \"n\"}\n```\n\n```stdout\n```\n";
+
+    #[test]
+    fn a_console_block_with_stdio_gives_the_stdio_exchanges_their_own_flags() {
+        assert_eq!(parse(STDIO_SAMPLE).unwrap().stdio_args(), ["--workers", "2", "--stdio"]);
+        let own = STDIO_SAMPLE.replace(
+            "### A notification, then a ping",
+            "```console\n$ cargo run --bin ch09-stdio -- --stdio --max-calls-per-minute 5\n```\n\n### A notification, then a ping",
+        );
+        let transcript = parse(&own).unwrap();
+        assert_eq!(transcript.server_args, ["--workers", "2"]);
+        assert_eq!(transcript.stdio_args(), ["--stdio", "--max-calls-per-minute", "5"]);
+    }
 
     #[test]
     fn parses_stdio_exchanges_next_to_http_ones() {

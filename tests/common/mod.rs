@@ -27,6 +27,7 @@ macro_rules! every_chapter {
             ch15_input_required => "ch15-input-required",
             ch16_sessions => "ch16-sessions",
             ch17_subscriptions => "ch17-subscriptions",
+            ch18_authorization => "ch18-authorization",
         }
     };
 }

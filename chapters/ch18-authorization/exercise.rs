@@ -1,0 +1,497 @@
+//! Chapter 18: authorization. Over HTTP, with `--authorization-server`, the server is an
+//! OAuth 2.1 resource server (`2025-11-25/basic/authorization.mdx`): every request to
+//! `/mcp` carries an access token that an authorization server issued for this server,
+//! and the token's subject is who is calling. This file is the whole of it:
+//! - the Protected Resource Metadata (RFC 9728), which tells a client where to get a
+//!   token, at `/.well-known/oauth-protected-resource` (with and without `/mcp`);
+//! - `Authorization::caller`: the token checked (a JWT access token, RFC 9068, signed
+//!   with a key the authorization server publishes), or the `401` that says why not;
+//! - `Caller::may`: the scopes a request needs, or the `403` that names them;
+//! - `Keys`: the authorization server's signing keys, fetched, kept, and fetched again.
+//!
+//! The cryptography is not written here: `jsonwebtoken` checks signatures and the time
+//! claims, `ureq` fetches the keys. Over stdio there is no token: the host that started
+//! the process is the caller, and its credentials come from the environment.
+
+// TODO(exercise): this file is your copy of `authorization.rs`, the piece chapter 18 adds to the
+// server, with its decisions left for you to write. Each part sits between a `// TODO`
+// line and its `// END TODO`: replace what is between them, and leave the rest as it is.
+// The rest of the server is the chapter's own files, as `main.rs`'s map lists them: the
+// exercise binary is that server with this file in place of `authorization.rs`.
+// Check your work: `cargo run -- check 18`. The solution: `authorization.rs`, next to this file.
+//
+// Until the TODOs are written, some items below are unused or unreachable and the compiler
+// would warn about each one. This line keeps the build quiet; delete this block when done.
+#![allow(dead_code, unused_imports, unused_variables, unreachable_code, clippy::diverging_sub_expression)]
+// END TODO
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::Jwk;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header, errors::ErrorKind};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::endpoint::refusal;
+use crate::http::{Request, Response};
+use crate::jsonrpc::{Message, RpcError, echo, reply};
+use crate::streaming::lock;
+use crate::{SCOPES, scopes_for_tool};
+
+// ANCHOR: flags
+/// The flags that turn authorization on (HTTP only).
+#[derive(clap::Args)]
+pub struct AuthorizationFlags {
+    /// Accept only access tokens from this OAuth 2.1 authorization server (its issuer
+    /// URL, e.g. https://auth.example.com): every request must carry one, issued for
+    /// `--resource`. Without it the server asks for no token (or only `--token`'s).
+    #[arg(long, value_name = "ISSUER", requires = "resource", conflicts_with = "token")]
+    pub authorization_server: Option<String>,
+    /// This server's canonical URI, as clients reach it (e.g.
+    /// https://mcp.example.com/mcp): the audience its tokens must be issued for.
+    #[arg(long, value_name = "URL", requires = "authorization_server")]
+    pub resource: Option<String>,
+    /// Where the authorization server publishes its signing keys (a JWK Set) [default:
+    /// the `jwks_uri` of its metadata, read from its well-known address].
+    #[arg(long, value_name = "URL", requires = "authorization_server")]
+    pub jwks_uri: Option<String>,
+    /// Read the signing keys from this file instead (a JWK Set), read again when a token
+    /// names a key it does not hold: for tests, and for servers that may not fetch.
+    #[arg(long, value_name = "PATH", requires = "authorization_server", conflicts_with = "jwks_uri")]
+    pub jwks_file: Option<PathBuf>,
+    /// How far the clocks of this server and the authorization server may disagree, in
+    /// seconds, when checking a token's `exp` and `nbf`.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub clock_skew_secs: u64,
+}
+// ANCHOR_END: flags
+
+/// The scope every request needs: to use this server at all.
+pub const READ_SCOPE: &str = "mcp:read";
+
+// ANCHOR: authorization
+/// This server as a resource server: whose tokens it takes, and for which audience.
+pub struct Authorization {
+    /// The authorization server's issuer identifier: every token's `iss`, exactly.
+    issuer: String,
+    /// This server's canonical URI: every token's `aud` holds it (RFC 8707).
+    resource: String,
+    /// Where a client finds this server's metadata, for the challenges' `resource_metadata`.
+    metadata_url: String,
+    keys: Keys,
+    clock_skew_secs: u64,
+}
+
+/// Who is calling, and what they may do.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The token's subject (`sub`); `None` when the server asks for no token.
+    pub subject: Option<String>,
+    /// The scopes the token grants; `None` when the server asks for no token (all).
+    scopes: Option<Vec<String>>,
+    /// Where the request came from.
+    address: Option<IpAddr>,
+}
+
+impl Caller {
+    /// A caller of a server that asks for no token: known by its address alone.
+    pub fn anonymous(address: IpAddr) -> Caller {
+        Caller { subject: None, scopes: None, address: Some(address) }
+    }
+
+    /// The host that started the process, over stdio.
+    pub fn stdio() -> Caller {
+        Caller { subject: None, scopes: None, address: None }
+    }
+
+    /// Who the tool rate limit counts by: the subject, who may call from many
+    /// addresses; with no token, the address, the best a server without sign-in knows.
+    pub fn rate_key(&self) -> String {
+        match (&self.subject, self.address) {
+            (Some(subject), _) => format!("sub {subject}"),
+            (None, Some(address)) => address.to_string(),
+            (None, None) => "stdio".to_string(),
+        }
+    }
+}
+// ANCHOR_END: authorization
+
+impl Authorization {
+    /// From the flags: `None` when `--authorization-server` is not given.
+    pub fn from_flags(flags: &AuthorizationFlags) -> Result<Option<Authorization>, String> {
+        let (Some(issuer), Some(resource)) = (&flags.authorization_server, &flags.resource) else {
+            return Ok(None);
+        };
+        for url in [Some(issuer), Some(resource), flags.jwks_uri.as_ref()].into_iter().flatten() {
+            if !is_https_or_loopback(url) {
+                return Err(format!("{url} must be an https URL (http only on this machine's loopback)"));
+            }
+        }
+        let source = match (&flags.jwks_file, &flags.jwks_uri) {
+            (Some(path), _) => KeySource::File(path.clone()),
+            (None, Some(uri)) => KeySource::Uri(uri.clone()),
+            (None, None) => KeySource::Discover(issuer.clone()),
+        };
+        Ok(Some(Authorization {
+            issuer: issuer.clone(),
+            metadata_url: metadata_url(resource).ok_or_else(|| format!("{resource} is not an absolute URL"))?,
+            resource: resource.clone(),
+            keys: Keys { source, cache: Mutex::new(Cache::default()) },
+            clock_skew_secs: flags.clock_skew_secs,
+        }))
+    }
+
+    // ANCHOR: metadata
+    /// The Protected Resource Metadata (RFC 9728, section 3), when `request` asks for it.
+    /// It is public: it is how a client that holds no token learns where to get one. It
+    /// is served at the address RFC 9728 derives from the resource (the well-known path,
+    /// then `/mcp`) and, for clients that try it, at the root (`2025-11-25/basic/
+    /// authorization.mdx`, Protected Resource Metadata Discovery Requirements).
+    pub fn metadata(&self, request: &Request) -> Option<Response> {
+        let suffixed = format!("{WELL_KNOWN}{}", split_url(&self.resource).1);
+        if request.path != suffixed && request.path != WELL_KNOWN {
+            return None;
+        }
+        if request.method != "GET" {
+            return Some(Response::empty(405).with_header("Allow", "GET"));
+        }
+        let document = json!({
+            "resource": self.resource,
+            "authorization_servers": [self.issuer],
+            "scopes_supported": SCOPES,
+            "bearer_methods_supported": ["header"],
+            "resource_name": crate::SERVER_NAME,
+        });
+        let body = serde_json::to_vec_pretty(&document).expect("a JSON value serializes");
+        Some(Response::empty(200).with_header("Content-Type", "application/json").with_body(body))
+    }
+    // ANCHOR_END: metadata
+
+    // ANCHOR: caller
+    /// Who sent `request`: the subject of a valid access token, or the `401` that tells
+    /// the client where to get one and, for a token it did send, why that one is refused.
+    pub fn caller(&self, request: &Request) -> Result<Caller, Response> {
+        // TODO: decision 1: the answer to a request with no bearer token, and to one whose token
+        // `validate` refuses, or cannot check (`keys_unavailable`). Proven by "No token: 401, and where to
+        // get one", "An expired token" and "Credentials of another scheme get the bare challenge".
+        todo!("who is calling, or which challenge?")
+        // END TODO
+    }
+    // ANCHOR_END: caller
+
+    // ANCHOR: validate
+    /// Check an access token as RFC 9068 (section 4) asks of a resource server: a JWT
+    /// of type `at+jwt`, signed by the authorization server with a key it publishes,
+    /// from that issuer, for this server as its audience, not expired and already
+    /// valid, naming a subject. Anything else is refused, and never passed on.
+    fn validate(&self, token: &str) -> Result<Caller, Invalid> {
+        let header = decode_header(token).map_err(|_| Invalid::token("the token is not a JWT"))?;
+        // TODO: decision 2: which tokens are this server's: their `typ`, their algorithm, their key, and
+        // what `Validation` holds them to. Proven by "A token for another server", "An ID token is not an
+        // access token", "A token signed with a shared secret" and "An expired token".
+        let (key, validation): (DecodingKey, Validation) = todo!("which tokens are ours?");
+        // END TODO
+        let claims = decode::<Claims>(token, &key, &validation).map_err(|error| match error.kind() {
+            ErrorKind::ExpiredSignature => Invalid::token("the token has expired"),
+            ErrorKind::ImmatureSignature => Invalid::token("the token is not valid yet"),
+            ErrorKind::InvalidIssuer => Invalid::token("the token was issued by another authorization server"),
+            ErrorKind::InvalidAudience => Invalid::token("the token was issued for another resource"),
+            ErrorKind::InvalidSignature => Invalid::token("the token's signature is not valid"),
+            ErrorKind::MissingRequiredClaim(claim) => Invalid::token(&format!("the token has no `{claim}`")),
+            _ => Invalid::token("the token is not valid"),
+        })?;
+        let claims = claims.claims;
+        // RFC 9068, section 2.2.3: `scope` is a space-separated list, like OAuth's.
+        let scopes = claims.scope.unwrap_or_default().split_whitespace().map(str::to_string).collect();
+        Ok(Caller { subject: Some(claims.sub), scopes: Some(scopes), address: None })
+    }
+    // ANCHOR_END: validate
+
+    // ANCHOR: challenge
+    /// A refusal with the challenge RFC 6750 (section 3) and RFC 9728 (section 5.1)
+    /// define: `Bearer`, with `resource_metadata`, where a client learns which
+    /// authorization server to ask, and the `scope` the request needs; then, for a
+    /// token that was sent, the `error` code and why. The body says the same to a
+    /// client that shows JSON-RPC errors, with the request's `id` once it was read.
+    fn challenge(&self, status: u16, error: Option<(&str, &str)>, scopes: &[&str], id: Value) -> Response {
+        let mut parameters = Vec::new();
+        if let Some((code, description)) = error {
+            parameters.push(format!("error=\"{code}\""));
+            parameters.push(format!("error_description=\"{}\"", quoted(description)));
+        }
+        parameters.push(format!("resource_metadata=\"{}\"", self.metadata_url));
+        parameters.push(format!("scope=\"{}\"", scopes.join(" ")));
+        let message = match error {
+            None => "Unauthorized: send `Authorization: Bearer <access token>`".to_string(),
+            Some((_, description)) => format!("{}: {description}", status_word(status)),
+        };
+        reply(status, id, Err(RpcError { code: -32600, message, data: None }))
+            .with_header("WWW-Authenticate", &format!("Bearer {}", parameters.join(", ")))
+    }
+    // ANCHOR_END: challenge
+
+    // ANCHOR: may
+    /// Whether `caller` may send `message`: `Ok`, or the `403` `insufficient_scope`
+    /// challenge that names every scope the request needs, all at once, so that one
+    /// new token is enough (`2026-07-28/basic/authorization/index.mdx`, Scope Challenge
+    /// Handling). Granted scopes do not imply one another here: there is no hierarchy.
+    /// `message` is `None` for a GET or a DELETE, which carry none.
+    pub fn check_scopes(&self, caller: &Caller, message: Option<&Message>) -> Result<(), Response> {
+        let Some(granted) = &caller.scopes else { return Ok(()) };
+        // TODO: decision 3: is every scope the message needs (`scopes_needed`) granted? If not, the
+        // challenge that names them all. Proven by "... but not one that runs the payroll: 403 names every
+        // scope the call needs" and "A token that grants none of this server's scopes".
+        todo!("may the caller send this?")
+        // END TODO
+    }
+    // ANCHOR_END: may
+}
+
+/// The scopes a message needs: `mcp:read`, and for a `tools/call`, the tool's own.
+fn scopes_needed(message: Option<&Message>) -> Vec<&'static str> {
+    // TODO: decision 3: the scopes this message needs: `READ_SCOPE` for any, and for a `tools/call`
+    // also the tool's own (`scopes_for_tool`). Proven by "A token that may read calls a tool that reads".
+    todo!("which scopes?")
+    // END TODO
+}
+
+/// The claims this server reads from an access token; `jsonwebtoken` checks the rest.
+#[derive(Deserialize)]
+struct Claims {
+    sub: String,
+    scope: Option<String>,
+}
+
+/// The answer when the keys cannot be had: `503`, not the token's fault nor the
+/// client's, with `Retry-After`.
+fn keys_unavailable() -> Response {
+    refusal(503, "Service Unavailable: the server cannot check tokens now; try again later")
+        .with_header("Retry-After", &KEYS_RETRY_AFTER.as_secs().to_string())
+}
+
+/// Why a token was not accepted.
+enum Invalid {
+    /// The token is at fault: `401` and `invalid_token`, with why.
+    Token(String),
+    /// This server could not get the keys to check it: not the client's fault.
+    KeysUnavailable,
+}
+
+impl Invalid {
+    fn token(why: &str) -> Invalid {
+        Invalid::Token(why.to_string())
+    }
+}
+
+/// The signature algorithms accepted: public-key ones only, never `none` or a shared secret.
+const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// The well-known path of RFC 9728, section 3.
+const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+/// `https://mcp.example.com/mcp` -> `https://mcp.example.com/.well-known/oauth-protected-resource/mcp`
+/// (RFC 9728, section 3.1: the well-known path goes between the host and the path).
+fn metadata_url(resource: &str) -> Option<String> {
+    let (origin, path) = split_url(resource);
+    origin.split_once("://").is_some_and(|(_, authority)| !authority.is_empty()).then(|| format!("{origin}{WELL_KNOWN}{path}"))
+}
+
+/// `https://host:8443/a/b?q` -> (`https://host:8443`, `/a/b`): the origin, and the
+/// path without a trailing `/`.
+fn split_url(url: &str) -> (&str, &str) {
+    let after_scheme = url.find("://").map_or(0, |at| at + 3);
+    let start = url[after_scheme..].find(['/', '?', '#']).map_or(url.len(), |at| after_scheme + at);
+    let path = url[start..].split(['?', '#']).next().unwrap_or("");
+    (&url[..start], path.trim_end_matches('/'))
+}
+
+/// The token in `Authorization: Bearer <token>` (the scheme is case-insensitive).
+fn bearer_token(request: &Request) -> Option<&str> {
+    let (scheme, token) = request.header("Authorization")?.split_once(' ')?;
+    Some(token.trim()).filter(|token| scheme.eq_ignore_ascii_case("Bearer") && !token.is_empty())
+}
+
+/// A text inside a quoted-string of a header: no `"` or `\` to end it early.
+fn quoted(text: &str) -> String {
+    echo(text).replace(['"', '\\'], "'")
+}
+
+fn status_word(status: u16) -> &'static str {
+    if status == 403 { "Forbidden" } else { "Unauthorized" }
+}
+
+/// An https URL, or an http one on this machine's loopback (for tests).
+fn is_https_or_loopback(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    let loopback = ["http://localhost", "http://127.0.0.1", "http://[::1]"].iter().any(|prefix| {
+        lower.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
+    });
+    lower.starts_with("https://") || loopback
+}
+
+// ANCHOR: keys
+/// The authorization server's signing keys (a JWK Set, RFC 7517), kept in memory.
+/// They are fetched when first needed, so that the server starts even while the
+/// authorization server is down; fetched again when a token names a key not held (the
+/// authorization server rotated its keys), but not more often than `REFETCH_AFTER`, so
+/// that tokens naming made-up keys cannot make this server flood it; and fetched again
+/// when older than `KEYS_MAX_AGE`, so that a key withdrawn is soon refused.
+struct Keys {
+    source: KeySource,
+    /// One fetch at a time: requests that need the keys meanwhile wait for it.
+    cache: Mutex<Cache>,
+}
+
+enum KeySource {
+    /// `--jwks-uri`.
+    Uri(String),
+    /// `--jwks-file`.
+    File(PathBuf),
+    /// The `jwks_uri` of this issuer's metadata (RFC 8414, or OpenID Connect Discovery).
+    Discover(String),
+}
+
+#[derive(Default)]
+struct Cache {
+    /// The keys, by `kid`, with the algorithm each may be used with.
+    keys: Vec<Jwk>,
+    /// When the keys were last fetched, or last tried.
+    fetched: Option<Instant>,
+    /// The `jwks_uri` discovered, once it is.
+    jwks_uri: Option<String>,
+}
+
+/// How soon the keys may be fetched again for a token that names an unknown key.
+const REFETCH_AFTER: Duration = Duration::from_secs(10);
+/// How long fetched keys are used before they are fetched again.
+const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// What `Retry-After` says when the keys cannot be had.
+const KEYS_RETRY_AFTER: Duration = Duration::from_secs(10);
+/// The longest a fetch of the keys (or of the metadata naming them) may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest JWK Set or metadata document read: a few keys are a few kilobytes.
+const MAX_DOCUMENT_BYTES: u64 = 256 * 1024;
+// ANCHOR_END: keys
+
+impl Keys {
+    /// The key named `kid` that may check `alg`, fetching the keys when they are not
+    /// held yet, are old, or lack it. A token without a `kid` may use the only key.
+    fn find(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Invalid> {
+        let mut cache = lock(&self.cache);
+        let stale = cache.fetched.is_none_or(|at| at.elapsed() >= KEYS_MAX_AGE);
+        let missing = pick(&cache.keys, kid, alg).is_none();
+        let may_refetch = cache.fetched.is_none_or(|at| at.elapsed() >= REFETCH_AFTER);
+        if stale || (missing && may_refetch) {
+            cache.fetched = Some(Instant::now());
+            match self.fetch(&mut cache) {
+                Ok(keys) => cache.keys = keys,
+                Err(why) => {
+                    eprintln!("authorization: cannot fetch the signing keys: {why}");
+                    if cache.keys.is_empty() {
+                        return Err(Invalid::KeysUnavailable);
+                    }
+                }
+            }
+        }
+        let jwk = pick(&cache.keys, kid, alg).ok_or_else(|| Invalid::token("the token is signed with an unknown key"))?;
+        DecodingKey::from_jwk(jwk).map_err(|_| Invalid::token("the token is signed with a key this server cannot use"))
+    }
+
+    /// The signing keys from the source, those this server can use.
+    fn fetch(&self, cache: &mut Cache) -> Result<Vec<Jwk>, String> {
+        let set = match &self.source {
+            KeySource::File(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+            KeySource::Uri(uri) => get_json(uri)?,
+            KeySource::Discover(issuer) => {
+                if cache.jwks_uri.is_none() {
+                    cache.jwks_uri = Some(discover_jwks_uri(issuer)?);
+                }
+                get_json(cache.jwks_uri.as_deref().expect("just discovered"))?
+            }
+        };
+        Ok(signing_keys(&set))
+    }
+}
+
+/// Of a JWK Set, the keys meant for signatures that this server can read; others (for
+/// encryption, or of a kind it does not know) are skipped, not fatal.
+fn signing_keys(set: &Value) -> Vec<Jwk> {
+    let keys = set.get("keys").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    keys.iter()
+        .filter(|key| key.get("use").is_none_or(|usage| usage == "sig"))
+        .filter_map(|key| serde_json::from_value::<Jwk>(key.clone()).ok())
+        .collect()
+}
+
+/// The key for `kid` (or the only key, when the token names none) whose algorithm, if
+/// the key names one, is `alg`.
+fn pick<'a>(keys: &'a [Jwk], kid: Option<&str>, alg: Algorithm) -> Option<&'a Jwk> {
+    let fits = |key: &&Jwk| key.common.key_algorithm.is_none_or(|a| a.to_string() == format!("{alg:?}"));
+    match kid {
+        Some(kid) => keys.iter().filter(fits).find(|key| key.common.key_id.as_deref() == Some(kid)),
+        None if keys.len() == 1 => keys.iter().find(fits),
+        None => None,
+    }
+}
+
+/// Where `issuer` publishes its keys: the `jwks_uri` of its metadata, from the first
+/// well-known address that has it, in the order `2025-11-25/basic/authorization.mdx`
+/// asks clients to try (Authorization Server Metadata Discovery): RFC 8414's, then
+/// OpenID Connect's. The document must name the same issuer (RFC 8414, section 3.3),
+/// or an attacker's metadata could hand this server the attacker's keys.
+fn discover_jwks_uri(issuer: &str) -> Result<String, String> {
+    let (origin, path) = split_url(issuer);
+    let candidates = if path.is_empty() {
+        vec![
+            format!("{origin}/.well-known/oauth-authorization-server"),
+            format!("{origin}/.well-known/openid-configuration"),
+        ]
+    } else {
+        vec![
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            format!("{origin}/.well-known/openid-configuration{path}"),
+            format!("{origin}{path}/.well-known/openid-configuration"),
+        ]
+    };
+    let mut tried = Vec::new();
+    for url in candidates {
+        match get_json(&url) {
+            Ok(metadata) if metadata["issuer"] != issuer => tried.push(format!("{url} names another issuer")),
+            Ok(metadata) => match metadata["jwks_uri"].as_str() {
+                Some(uri) if is_https_or_loopback(uri) => return Ok(uri.to_string()),
+                _ => tried.push(format!("{url} has no usable jwks_uri")),
+            },
+            Err(why) => tried.push(why),
+        }
+    }
+    Err(tried.join("; "))
+}
+
+/// GET a JSON document, within `FETCH_TIMEOUT` and `MAX_DOCUMENT_BYTES`.
+fn get_json(url: &str) -> Result<Value, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(FETCH_TIMEOUT)).build().into();
+    let mut response = agent.get(url).call().map_err(|e| format!("{url}: {e}"))?;
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_DOCUMENT_BYTES)
+        .read_to_string()
+        .map_err(|e| format!("{url}: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("{url}: {e}"))
+}

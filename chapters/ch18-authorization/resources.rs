@@ -1,0 +1,183 @@
+//! Resources, the server's side (chapter 11). YOUR RESOURCES, in main.rs, says what
+//! there is; this file lists it (`resources/list`, `resources/templates/list`) and reads
+//! a URI (`resources/read`): the resource with exactly that URI, or else a template
+//! that matches it. A URI that names nothing is "Resource not found"
+//! (`2025-11-25/server/resources.mdx`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::jsonrpc::{RESOURCE_NOT_FOUND, RpcError};
+use crate::mcp::check_cursor;
+use crate::modern::CACHE_TTL_MS;
+use crate::{Catalog, Resource, ResourceTemplate};
+
+// ANCHOR: resources_list
+/// `resources/list`: every resource with a URI of its own, on one page.
+pub fn resources_list(params: Option<&Value>, resources: &[Resource]) -> Result<Value, RpcError> {
+    check_cursor(params)?;
+    Ok(json!({ "resources": resources.iter().map(|resource| &resource.definition).collect::<Vec<_>>() }))
+}
+
+/// `resources/templates/list`: every resource template, on one page.
+pub fn resource_templates_list(params: Option<&Value>, templates: &[ResourceTemplate]) -> Result<Value, RpcError> {
+    check_cursor(params)?;
+    Ok(json!({ "resourceTemplates": templates.iter().map(|template| &template.definition).collect::<Vec<_>>() }))
+}
+// ANCHOR_END: resources_list
+
+// ANCHOR: resources_read
+/// `resources/read`: what one URI holds, as one entry of `contents`.
+pub fn resources_read(params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
+    let uri = resource_uri(params)?;
+    let (definition, contents) = find_resource(uri, catalog).ok_or_else(|| RpcError::resource_not_found(uri))?;
+    // The URI asked for (for a template, the URI that matched it) and the
+    // definition's `mimeType`.
+    Ok(json!({ "contents": [contents.entry(uri, definition["mimeType"].as_str())] }))
+}
+
+/// The `uri` of a request about one resource (read, and from chapter 17 subscribe).
+pub fn resource_uri(params: Option<&Value>) -> Result<&str, RpcError> {
+    let uri = params
+        .and_then(|p| p.get("uri"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("`uri` must be a string"))?;
+    // "Servers MUST validate all resource URIs" (Security Considerations): a text that
+    // cannot be a URI names nothing here, and is not repeated back.
+    if !is_uri(uri) {
+        return Err(RpcError::invalid_params(&format!(
+            "`uri` must be a URI (RFC 3986) of at most {MAX_URI_LENGTH} characters"
+        )));
+    }
+    Ok(uri)
+}
+
+/// What `uri` names, with the definition it was found by. `None`: nothing by that URI.
+pub fn find_resource<'a>(uri: &str, catalog: &'a Catalog) -> Option<(&'a Value, ResourceContents)> {
+    if let Some(resource) = catalog.resources.iter().find(|resource| resource.definition["uri"] == uri) {
+        return Some((&resource.definition, (resource.read)()));
+    }
+    for template in &catalog.resource_templates {
+        let pattern = template.definition["uriTemplate"].as_str().unwrap_or_default();
+        if let Some(variables) = match_template(pattern, uri) {
+            // The URI has the template's form, and may still name nothing (an order
+            // that does not exist): the template's function decides.
+            return Some((&template.definition, (template.read)(&variables)?));
+        }
+    }
+    None
+}
+
+// ANCHOR_END: resources_read
+
+// ANCHOR: not_found_2026
+/// An error of this file's methods as 2026-07-28 says it, which numbers one of them
+/// differently (`2026-07-28/server/resources.mdx`, Error Handling). `dispatch_modern`
+/// (`modern.rs`) passes every error of a method through it.
+pub fn for_2026(error: RpcError) -> RpcError {
+    match error.code {
+        // "Resource not found" is the code for invalid params now (MUST -32602), with
+        // the same message and `data`.
+        RESOURCE_NOT_FOUND => RpcError { code: -32602, ..error },
+        _ => error,
+    }
+}
+// ANCHOR_END: not_found_2026
+
+// ANCHOR: cache_hints
+/// The caching hints of this file's methods in 2026-07-28: for how long a client may
+/// keep an answer, and for whom (`2026-07-28/server/utilities/caching.mdx`). `None`
+/// for a method that is not this file's. `complete` (`modern.rs`) asks here.
+pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
+    match method {
+        // Compiled in, the same for every caller, as `tools/list`.
+        "resources/list" | "resources/templates/list" => Some((CACHE_TTL_MS, "public")),
+        // A resource may hold one person's data (an order is a customer's): no shared
+        // cache may hand it to another caller.
+        "resources/read" => Some((READ_TTL_MS, "private")),
+        _ => None,
+    }
+}
+
+/// How long a client may reuse what `resources/read` answered. What a resource holds
+/// (an order's status) changes while the server runs, sooner than the list of what
+/// exists, so a minute.
+const READ_TTL_MS: u64 = 60_000;
+// ANCHOR_END: cache_hints
+
+// ANCHOR: resource_contents
+/// What `resources/read` answers for one resource.
+pub enum ResourceContents {
+    /// Text, such as Markdown or JSON: sent as it is, in `text`.
+    Text(String),
+    /// Bytes, such as an image: sent as base64, in `blob`, because JSON carries text.
+    Blob(Vec<u8>),
+}
+
+impl ResourceContents {
+    /// One entry of `contents`: the resource's URI, its `mimeType` when it has one,
+    /// and the text as it is or the bytes as base64.
+    pub fn entry(self, uri: &str, mime_type: Option<&str>) -> Value {
+        let mut entry = json!({ "uri": uri });
+        if let Some(mime_type) = mime_type {
+            entry["mimeType"] = json!(mime_type);
+        }
+        match self {
+            ResourceContents::Text(text) => entry["text"] = json!(text),
+            ResourceContents::Blob(bytes) => entry["blob"] = json!(base64(&bytes)),
+        }
+        entry
+    }
+}
+// ANCHOR_END: resource_contents
+
+// ANCHOR: match_template
+/// Match `uri` against a template made of literal text and `{name}` variables, such as
+/// `orders://{orderId}`: the value of every variable, or `None` when the URI does not
+/// have the template's form. A value is what RFC 6570 expands `{name}` to (section
+/// 3.2.2): one or more unreserved characters or %-escapes, so it never holds a `/`.
+fn match_template(template: &str, uri: &str) -> Option<BTreeMap<String, String>> {
+    let (mut template, mut uri) = (template, uri);
+    let mut variables = BTreeMap::new();
+    while let Some(start) = template.find('{') {
+        // The literal text before the variable must be there, exactly.
+        uri = uri.strip_prefix(&template[..start])?;
+        let end = start + template[start..].find('}')?;
+        let length = uri.find(|c: char| !(c.is_ascii_alphanumeric() || "-._~%".contains(c))).unwrap_or(uri.len());
+        if length == 0 {
+            return None;
+        }
+        variables.insert(template[start + 1..end].to_string(), uri[..length].to_string());
+        (template, uri) = (&template[end + 1..], &uri[length..]);
+    }
+    // After the last variable, the rest must match too.
+    (template == uri).then_some(variables)
+}
+
+/// The longest `uri` this server reads. Its own URIs are far shorter; the bound keeps
+/// an error that repeats a URI short.
+const MAX_URI_LENGTH: usize = 2048;
+
+/// Could `text` be a URI? RFC 3986 allows letters, digits and `-._~:/?#[]@!$&'()*+,;=%`,
+/// and nothing else: no spaces, quotes, braces or control characters.
+fn is_uri(text: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~:/?#[]@!$&'()*+,;=%".contains(c);
+    !text.is_empty() && text.len() <= MAX_URI_LENGTH && text.chars().all(allowed)
+}
+
+/// Bytes as base64 (RFC 4648, with `=` padding): each 3 bytes become 4 characters.
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let bits = chunk.iter().enumerate().fold(0u32, |bits, (i, &byte)| bits | u32::from(byte) << (16 - 8 * i));
+        for i in 0..4 {
+            // A chunk of n bytes fills n + 1 characters; `=` pads the rest.
+            let digit = ALPHABET[(bits >> (18 - 6 * i) & 63) as usize] as char;
+            text.push(if i <= chunk.len() { digit } else { '=' });
+        }
+    }
+    text
+}
+// ANCHOR_END: match_template
