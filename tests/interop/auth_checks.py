@@ -10,8 +10,7 @@ CHECK (or `all`):
                       unauthenticated: resource, authorization_servers, scopes_supported,
                       bearer_methods_supported as expected, and the two documents equal
   no-token            no Authorization: 401, Bearer challenge with resource_metadata and
-                      scope, no error (RFC 6750 3.1: none for a request without a token),
-                      empty body
+                      scope, no error (RFC 6750 3.1: none for a request without a token)
   other-scheme        `Authorization: Basic ...`: treated as no token, the same 401
   garbage             a bearer that is no JWT: 401 error="invalid_token"
   opaque              a real token asked for without `resource` (oidc-provider makes it
@@ -26,7 +25,8 @@ CHECK (or `all`):
   expired             a 1 s token (client workbook-brief) used after 2 s: 401
                       error="invalid_token" (the server must run with --clock-skew-secs 0)
 
-Every 401 and 403 must name resource_metadata (RFC 9728 5.1). Standard library only, but
+Every 401 and 403 must name resource_metadata (RFC 9728 5.1), and its body, if any, be a
+JSON-RPC error, never a result. Standard library only, but
 forged-signature needs PyJWT and cryptography (the Python SDK brings both): run it with
 tests/interop/.venv/bin/python. Exit 0 when every check holds; 1, with what was seen, when not.
 """
@@ -137,8 +137,12 @@ def refused(seen: Seen, ns, answer, status: int, error: str | None) -> dict[str,
     seen.expect(params.get("error") == error, f"error {params.get('error')!r}, expected {error!r}")
     if error:
         seen.expect(bool(params.get("error_description")), "an error_description says why")
-    if error is None:  # the contract of chapter 18: nothing to say beyond the challenge
-        seen.expect(body == b"", f"empty body (got {body[:80]!r})")
+    # Whatever the body says, it must not be an answer: at most a JSON-RPC error.
+    answer = json.loads(body) if body.strip().startswith(b"{") else None
+    seen.expect(
+        body == b"" or (isinstance(answer, dict) and "error" in answer and "result" not in answer),
+        f"no answer in the body, empty or a JSON-RPC error (got {body[:100]!r})",
+    )
     return params
 
 

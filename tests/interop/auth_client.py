@@ -150,7 +150,8 @@ async def session(ns: argparse.Namespace, mode: str) -> list[str]:
             tools = (await client.list_tools()).tools
             print(f"  connected protocol={client.protocol_version} tools={[t.name for t in tools]}")
             result = await client.call_tool(ns.tool, json.loads(ns.arguments))
-            print(f"  {ns.tool}: isError={bool(result.is_error)} {json.dumps(result.structured_content)[:100]}")
+            text = next((block.text for block in result.content if getattr(block, "text", None)), "")
+            print(f"  {ns.tool}: isError={bool(result.is_error)} {text[:80]!r}")
             if result.is_error:
                 failures.append(f"{ns.tool} answered isError: true")
             granted_first = provider.context.current_tokens.scope if provider.context.current_tokens else None
