@@ -25,6 +25,9 @@ CHECK (or `all`):
   expired             a 1 s token (client workbook-brief) used after 2 s: 401
                       error="invalid_token" (the server must run with --clock-skew-secs 0)
 
+`print-token` prints a token for --url with --scope (default mcp:read) and checks nothing:
+for a client that takes a token rather than credentials.
+
 Every 401 and 403 must name resource_metadata (RFC 9728 5.1), and its body, if any, be a
 JSON-RPC error, never a result. Standard library only, but
 forged-signature needs PyJWT and cryptography (the Python SDK brings both): run it with
@@ -251,11 +254,15 @@ def main() -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
     )
-    p.add_argument("check", choices=[*CHECKS, "all"])
+    p.add_argument("check", choices=[*CHECKS, "all", "print-token"], help="print-token: only print a token for --url")
+    p.add_argument("--scope", default="mcp:read", help="print-token: the scopes to ask for (default: mcp:read)")
     p.add_argument("--url", required=True, help="the protected MCP endpoint")
     p.add_argument("--issuer", required=True, help="the authorization server's issuer")
     p.add_argument("--lookup", type=json.loads, default={"orderId": "A-1001"}, help="lookup_order's arguments, JSON")
     ns = p.parse_args()
+    if ns.check == "print-token":  # for clients that take a token, not credentials (the Inspector CLI)
+        print(token(ns.issuer, CLIENT, ns.scope, ns.url))
+        return
     fine = True
     for name in CHECKS if ns.check == "all" else [ns.check]:
         print(name)
