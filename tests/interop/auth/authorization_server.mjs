@@ -2,7 +2,9 @@
 // (npm, pinned in ../package.json), configured for machines, not people: the
 // client_credentials grant only, no login pages.
 //
-//   node authorization_server.mjs --resource http://127.0.0.1:PORT/mcp [--bind 127.0.0.1:0]
+//   node authorization_server.mjs --resource http://127.0.0.1:PORT/mcp [--bind 127.0.0.1:0 | --port 0]
+//
+// (with the Node 22 of node_modules/.bin; --resource may be given more than once).
 //
 // First line on stdout, once it listens:  issuer http://127.0.0.1:PORT
 // (the issuer exactly as its metadata and its tokens carry it). Stop it with SIGTERM.
