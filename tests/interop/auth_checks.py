@@ -25,6 +25,11 @@ CHECK (or `all`):
   expired             a 1 s token (client workbook-brief) used after 2 s: 401
                       error="invalid_token" (the server must run with --clock-skew-secs 0)
 
+  keys-unavailable    a token (--token) sent while the authorization server is down, to a
+                      server that never fetched its keys: 503 with Retry-After (it cannot
+                      tell a good token from a bad one), not a 401 that blames the token;
+                      not part of `all`
+
 `print-token` prints a token for --url with --scope (default mcp:read) and checks nothing:
 for a client that takes a token rather than credentials.
 
@@ -236,6 +241,16 @@ def check_expired(ns, seen: Seen) -> None:
     refused(seen, ns, call(ns.url, f"Bearer {brief}", "lookup_order", ns.lookup), 401, "invalid_token")
 
 
+def check_keys_unavailable(ns, seen: Seen) -> None:
+    if not ns.token:
+        raise SystemExit("keys-unavailable needs --token")
+    status, headers, body = call(ns.url, f"Bearer {ns.token}", "lookup_order", ns.lookup)
+    print(f"  HTTP {status}  Retry-After: {headers.get('Retry-After')}  {body.decode(errors='replace')[:120]}")
+    seen.expect(status == 503, f"status {status}, expected 503")
+    seen.expect((headers.get("Retry-After") or "").isdigit(), "Retry-After says when to try again")
+    seen.expect(headers.get("WWW-Authenticate") is None, "no challenge: the token is not what failed")
+
+
 def b64(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
@@ -255,6 +270,7 @@ def main() -> None:
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
     )
     p.add_argument("check", choices=[*CHECKS, "all", "print-token"], help="print-token: only print a token for --url")
+    p.add_argument("--token", help="keys-unavailable: the token to send")
     p.add_argument("--scope", default="mcp:read", help="print-token: the scopes to ask for (default: mcp:read)")
     p.add_argument("--url", required=True, help="the protected MCP endpoint")
     p.add_argument("--issuer", required=True, help="the authorization server's issuer")
@@ -264,7 +280,7 @@ def main() -> None:
         print(token(ns.issuer, CLIENT, ns.scope, ns.url))
         return
     fine = True
-    for name in CHECKS if ns.check == "all" else [ns.check]:
+    for name in [c for c in CHECKS if c != "keys-unavailable"] if ns.check == "all" else [ns.check]:
         print(name)
         seen = Seen()
         CHECKS[name](ns, seen)
