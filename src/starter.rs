@@ -1,12 +1,13 @@
 //! `workbook starter DIR`: chapter 10 written out as a crate of your own; with `--full`,
 //! the last chapter, which has the whole protocol the book teaches (resources, prompts,
-//! completion, streamed calls, asking the user).
+//! completion, streamed calls, asking the user, subscriptions, authorization).
 //!
-//! The new crate depends on the workbook's four crates only, and holds these files:
+//! The starter depends on four crates (`DEPENDENCIES`), the full starter on those and
+//! the two its authorization needs (`FULL_DEPENDENCIES`). The new crate holds these files:
 //!
 //! | file | from |
 //! |---|---|
-//! | `Cargo.toml` | the workbook's `edition`, `rust-version` and `[dependencies]` lines, as they stand |
+//! | `Cargo.toml` | the workbook's `edition`, `rust-version` and its `[dependencies]` lines for those crates, as they stand |
 //! | `Cargo.lock` | the workbook's, so the copy builds with the versions already in the local cargo cache |
 //! | `src/main.rs` | `chapters/ch10-starter/main.rs` (or the last chapter's), its one line `use mcp_workbook::http;` now `mod http;` |
 //! | `src/NAME.rs` | the full starter only: the last chapter's other files, which its `main.rs` declares (`mod NAME;`) |
@@ -36,8 +37,18 @@ pub fn full_chapter() -> &'static str {
 pub const IMPORT_IN_WORKBOOK: &str = "use mcp_workbook::http;";
 pub const IMPORT_IN_COPY: &str = "mod http;";
 
-/// The crates the copy may depend on, and no other.
+/// The crates the starter depends on, and no other.
 pub const DEPENDENCIES: &[&str] = &["clap", "serde", "serde_json", "tiny_http"];
+
+/// The crates the full starter depends on: the starter's, and the two chapter 18's
+/// authorization adds (a JWT library and an HTTP client, for the authorization
+/// server's keys). The workbook depends on these and no others.
+pub const FULL_DEPENDENCIES: &[&str] = &["clap", "jsonwebtoken", "serde", "serde_json", "tiny_http", "ureq"];
+
+/// The crates a copy made from `chapter` depends on.
+fn dependencies_of(chapter: &str) -> &'static [&'static str] {
+    if chapter == CHAPTER { DEPENDENCIES } else { FULL_DEPENDENCIES }
+}
 
 /// One file of the new crate: where it goes (relative to the crate) and what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +70,7 @@ pub fn files(name: &str, chapter: &str) -> Result<Vec<File>, String> {
         .source_files()
         .map_err(|e| format!("cannot read chapters/{chapter}/main.rs: {e}"))?;
     let mut files = vec![
-        file("Cargo.toml", manifest_for(name, &read("Cargo.toml")?)?),
+        file("Cargo.toml", manifest_for(name, &read("Cargo.toml")?, dependencies_of(chapter))?),
         file("Cargo.lock", read("Cargo.lock")?),
         file("src/main.rs", main_for_copy(chapter, &read(&format!("chapters/{chapter}/main.rs"))?)?),
     ];
@@ -135,9 +146,11 @@ fn module_for_copy(chapter: &str, file: &str, source: &str) -> Result<String, St
     Ok(copy)
 }
 
-/// The copy's `Cargo.toml`: its own name, the workbook's edition and
-/// `rust-version`, and the workbook's `[dependencies]` lines as they stand.
-pub fn manifest_for(name: &str, workbook_manifest: &str) -> Result<String, String> {
+/// The copy's `Cargo.toml`: its own name, the workbook's edition and `rust-version`,
+/// and the workbook's `[dependencies]` lines (each with the comment above it) for
+/// `crates`, as they stand. The workbook's dependencies must be `FULL_DEPENDENCIES`:
+/// a crate added to the workbook is a decision for every copy, made here.
+pub fn manifest_for(name: &str, workbook_manifest: &str, crates: &[&str]) -> Result<String, String> {
     let package = section(workbook_manifest, "package");
     let key = |key: &str| {
         package
@@ -145,26 +158,37 @@ pub fn manifest_for(name: &str, workbook_manifest: &str) -> Result<String, Strin
             .find(|line| line.split('=').next().is_some_and(|k| k.trim() == key))
             .map(|line| line.trim().to_string())
     };
-    let dependencies: Vec<&str> =
-        section(workbook_manifest, "dependencies").into_iter().filter(|line| !line.trim().is_empty()).collect();
-    let mut names: Vec<&str> = dependencies
-        .iter()
-        .filter(|line| !line.trim_start().starts_with('#'))
-        .filter_map(|line| line.split('=').next().map(str::trim))
-        .collect();
+    // Each dependency line, with the comment lines just above it.
+    let mut entries: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut comments = Vec::new();
+    for line in section(workbook_manifest, "dependencies").into_iter().filter(|line| !line.trim().is_empty()) {
+        comments.push(line);
+        if !line.trim_start().starts_with('#') {
+            let crate_name = line.split('=').next().unwrap_or_default().trim();
+            entries.push((crate_name, std::mem::take(&mut comments)));
+        }
+    }
+    let mut names: Vec<&str> = entries.iter().map(|(name, _)| *name).collect();
     names.sort_unstable();
-    if names != DEPENDENCIES {
-        return Err(format!("the workbook's [dependencies] are {names:?}; the starter takes exactly {DEPENDENCIES:?}"));
+    if names != FULL_DEPENDENCIES {
+        return Err(format!(
+            "the workbook's [dependencies] are {names:?}; the starters take exactly {FULL_DEPENDENCIES:?}"
+        ));
     }
     let mut out = format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\n");
     for line in [key("edition"), key("rust-version")].into_iter().flatten() {
         out.push_str(&line);
         out.push('\n');
     }
-    out.push_str("\n# The MCP workbook's starter stands on these four crates, nothing else.\n[dependencies]\n");
-    for line in dependencies {
-        out.push_str(line);
-        out.push('\n');
+    let count = ["no", "one", "two", "three", "four", "five", "six", "seven"].get(crates.len()).unwrap_or(&"these");
+    out.push_str(&format!(
+        "\n# The MCP workbook's starter stands on these {count} crates, nothing else.\n[dependencies]\n"
+    ));
+    for (_, lines) in entries.iter().filter(|(name, _)| crates.contains(name)) {
+        for line in lines {
+            out.push_str(line);
+            out.push('\n');
+        }
     }
     Ok(out)
 }
@@ -195,19 +219,26 @@ mod tests {
 
     const MANIFEST: &str = "[package]\nname = \"mcp-workbook\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
 rust-version = \"1.88\"\n\n[[bin]]\nname = \"workbook\"\n\n[dependencies]\nclap = { version = \"4\", features = [\"derive\"] }\n\
-serde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n\n[dev-dependencies]\njsonschema = \"0.30\"\n";
+serde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n# For chapter 18.\njsonwebtoken = \"11\"\nureq = \"3\"\n\n\
+[dev-dependencies]\njsonschema = \"0.30\"\n";
 
     #[test]
     fn the_manifest_keeps_the_workbook_versions_and_nothing_else() {
-        let manifest = manifest_for("my-server", MANIFEST).unwrap();
+        let manifest = manifest_for("my-server", MANIFEST, DEPENDENCIES).unwrap();
         assert_eq!(
             manifest,
             "[package]\nname = \"my-server\"\nversion = \"0.1.0\"\nedition = \"2024\"\nrust-version = \"1.88\"\n\n\
 # The MCP workbook's starter stands on these four crates, nothing else.\n[dependencies]\n\
 clap = { version = \"4\", features = [\"derive\"] }\nserde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n"
         );
+        let full = manifest_for("my-server", MANIFEST, FULL_DEPENDENCIES).unwrap();
+        assert!(full.contains("on these six crates"), "{full}");
+        assert!(
+            full.ends_with("tiny_http = \"0.12\"\n# For chapter 18.\njsonwebtoken = \"11\"\nureq = \"3\"\n"),
+            "{full}"
+        );
         let more = MANIFEST.replace("tiny_http = \"0.12\"\n", "tiny_http = \"0.12\"\nrand = \"0.9\"\n");
-        assert!(manifest_for("x", &more).unwrap_err().contains("rand"));
+        assert!(manifest_for("x", &more, DEPENDENCIES).unwrap_err().contains("rand"));
     }
 
     #[test]

@@ -25,8 +25,13 @@ const ASKING: &[&str] = &[
     env!("CARGO_BIN_EXE_ch15-input-required"),
     env!("CARGO_BIN_EXE_ch16-sessions"),
     env!("CARGO_BIN_EXE_ch17-subscriptions"),
+    env!("CARGO_BIN_EXE_ch18-authorization"),
 ];
-const IN_SESSIONS: &[&str] = &[env!("CARGO_BIN_EXE_ch16-sessions"), env!("CARGO_BIN_EXE_ch17-subscriptions")];
+const IN_SESSIONS: &[&str] = &[
+    env!("CARGO_BIN_EXE_ch16-sessions"),
+    env!("CARGO_BIN_EXE_ch17-subscriptions"),
+    env!("CARGO_BIN_EXE_ch18-authorization"),
+];
 
 /// A 2026-07-28 call of `approve_payroll` from a client that declares `capabilities`,
 /// with `extra` params (the state, the answer).

@@ -24,7 +24,11 @@ mod session_client;
 use session_client::{open_session, ping_status, post, read_until};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch16-sessions");
-const IN_SESSIONS: &[&str] = &[env!("CARGO_BIN_EXE_ch16-sessions"), env!("CARGO_BIN_EXE_ch17-subscriptions")];
+const IN_SESSIONS: &[&str] = &[
+    env!("CARGO_BIN_EXE_ch16-sessions"),
+    env!("CARGO_BIN_EXE_ch17-subscriptions"),
+    env!("CARGO_BIN_EXE_ch18-authorization"),
+];
 
 #[test]
 fn an_answer_counts_only_in_the_session_that_was_asked() {

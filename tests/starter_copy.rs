@@ -1,5 +1,5 @@
 //! The starters stand alone: `workbook starter DIR` writes chapter 10 as a new crate
-//! (`--full`: the last chapter), the crate builds offline with nothing but its four
+//! (`--full`: the last chapter), the crate builds offline with nothing but its own
 //! dependencies (from the local cargo cache, warm because the workbook itself just
 //! built), and the binary it builds passes its chapter's whole transcript, over HTTP
 //! and over stdio.

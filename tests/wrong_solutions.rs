@@ -23,7 +23,7 @@
 //!
 //! The binaries are built by cargo, once, in a scratch package inside the target folder,
 //! with its own target folder (the workbook's is locked by the `cargo test` running
-//! this) and the workbook's `Cargo.lock`: the first run compiles the four dependencies
+//! this) and the workbook's `Cargo.lock`: the first run compiles the dependencies
 //! (some ten seconds on two cores), later runs rebuild only the chapters whose sources
 //! changed. Each chapter's binary also runs with no wrong solution chosen, and must
 //! pass its chapter's check: the rewriting changes nothing else.

@@ -266,7 +266,11 @@ fn scopes_needed(message: Option<&Message>) -> Vec<&'static str> {
         && method == "tools/call"
         && let Some(tool) = params.get("name").and_then(Value::as_str)
     {
-        needed.extend(scopes_for_tool(tool).iter().filter(|scope| !needed.contains(scope)).collect::<Vec<_>>());
+        for scope in scopes_for_tool(tool) {
+            if !needed.contains(scope) {
+                needed.push(scope);
+            }
+        }
     }
     needed
 }
@@ -319,7 +323,10 @@ const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 /// (RFC 9728, section 3.1: the well-known path goes between the host and the path).
 fn metadata_url(resource: &str) -> Option<String> {
     let (origin, path) = split_url(resource);
-    origin.split_once("://").is_some_and(|(_, authority)| !authority.is_empty()).then(|| format!("{origin}{WELL_KNOWN}{path}"))
+    origin
+        .split_once("://")
+        .is_some_and(|(_, authority)| !authority.is_empty())
+        .then(|| format!("{origin}{WELL_KNOWN}{path}"))
 }
 
 /// `https://host:8443/a/b?q` -> (`https://host:8443`, `/a/b`): the origin, and the
@@ -349,9 +356,9 @@ fn status_word(status: u16) -> &'static str {
 /// An https URL, or an http one on this machine's loopback (for tests).
 fn is_https_or_loopback(url: &str) -> bool {
     let lower = url.to_ascii_lowercase();
-    let loopback = ["http://localhost", "http://127.0.0.1", "http://[::1]"].iter().any(|prefix| {
-        lower.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
-    });
+    let loopback = ["http://localhost", "http://127.0.0.1", "http://[::1]"]
+        .iter()
+        .any(|prefix| lower.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/'])));
     lower.starts_with("https://") || loopback
 }
 
@@ -419,7 +426,8 @@ impl Keys {
                 }
             }
         }
-        let jwk = pick(&cache.keys, kid, alg).ok_or_else(|| Invalid::token("the token is signed with an unknown key"))?;
+        let jwk =
+            pick(&cache.keys, kid, alg).ok_or_else(|| Invalid::token("the token is signed with an unknown key"))?;
         DecodingKey::from_jwk(jwk).map_err(|_| Invalid::token("the token is signed with a key this server cannot use"))
     }
 

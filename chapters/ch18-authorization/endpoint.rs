@@ -9,12 +9,12 @@ use std::net::ToSocketAddrs;
 
 use serde_json::Value;
 
+use crate::authorization::{Authorization, Caller};
 use crate::http::{Request, Response};
 use crate::jsonrpc::{Message, RpcError, echo, parse_message, readable_id, reply};
 use crate::listen::listen_over_http;
 use crate::mcp::{ASSUMED_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, dispatch, for_version};
 use crate::modern::{all_versions, answer_modern, check_envelope, is_modern};
-use crate::authorization::{Authorization, Caller};
 use crate::rate_limit::RateLimit;
 use crate::sessions::{end_session, open_session, session_not_found, take_answer};
 use crate::streaming::{Era, answer_long_call, long_call, notice};

@@ -892,7 +892,7 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 // ===========================================================================
 // THE SERVER: its flags and `main`. The server itself is in the files the map at the
 // top lists; nothing in them needs to change to add a tool, a resource, a prompt or a
-// completion; the workbook's chapters 1 to 9 and 11 to 17 explain every part.
+// completion; the workbook's chapters 1 to 9 and 11 to 18 explain every part.
 // ===========================================================================
 
 // ANCHOR: args

@@ -156,7 +156,12 @@ fn decode_sentinel(value: &str) -> Option<String> {
 
 /// The methods of the stateless revision. `initialize` and `ping` are gone from it
 /// (`2026-07-28/changelog.mdx`); `server/discover` is new.
-fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog, caller: &Caller) -> Result<Value, RpcError> {
+fn dispatch_modern(
+    method: &str,
+    params: Option<&Value>,
+    catalog: &Catalog,
+    caller: &Caller,
+) -> Result<Value, RpcError> {
     match method {
         "server/discover" => Ok(discover()),
         // Chapter 15: a tool that asks the client answers through its own path.

@@ -7,11 +7,11 @@ use std::io::{BufRead, Write};
 use std::time::Instant;
 
 use crate::Catalog;
+use crate::authorization::Caller;
 use crate::jsonrpc::{Message, Outcome, RpcError, RpcResponse, echo, parse_message, readable_id, reply};
 use crate::listen::listen_on_stdio;
 use crate::mcp::{ASSUMED_VERSION, dispatch, for_version};
 use crate::modern::{answer_modern, check_envelope, is_modern};
-use crate::authorization::Caller;
 use crate::rate_limit::RateLimit;
 use crate::sessions::initialize_in_session;
 use crate::streaming::{Era, MAX_CALL_TIME, long_call, notice, start_long_call_on_stdio};
@@ -84,7 +84,9 @@ fn handle_line(
         // Not a message: answered as stdio answers it (see `stdio_error`).
         Err(error) => return Some(stdio_error(line, error)),
         // A tool call takes one from the share of the one caller here, the host.
-        Ok(Message::Request { id, method, .. }) if method == "tools/call" && !rate_limit.take(&Caller::stdio().rate_key()) => {
+        Ok(Message::Request { id, method, .. })
+            if method == "tools/call" && !rate_limit.take(&Caller::stdio().rate_key()) =>
+        {
             rate_limit.refusal(id)
         }
         // No headers here: a request is modern by its `_meta` alone.
