@@ -39,7 +39,7 @@ use crate::endpoint::refusal;
 use crate::http::{Request, Response};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
 use crate::streaming::lock;
-use crate::{SCOPES, scopes_for_tool};
+use crate::{BASIC_SCOPES, scopes_for_tool};
 
 // ANCHOR: flags
 /// The flags that turn authorization on (HTTP only).
@@ -130,6 +130,11 @@ impl Authorization {
                 return Err(format!("{url} must be an https URL (http only on this machine's loopback)"));
             }
         }
+        // RFC 8707, section 2: a resource indicator has no fragment (and this server's,
+        // no query either: a client would have to guess whether to send it).
+        if resource.contains(['#', '?']) {
+            return Err(format!("--resource {resource} must have no query or fragment"));
+        }
         let source = match (&flags.jwks_file, &flags.jwks_uri) {
             (Some(path), _) => KeySource::File(path.clone()),
             (None, Some(uri)) => KeySource::Uri(uri.clone()),
@@ -139,7 +144,7 @@ impl Authorization {
             issuer: issuer.clone(),
             metadata_url: metadata_url(resource).ok_or_else(|| format!("{resource} is not an absolute URL"))?,
             resource: resource.clone(),
-            keys: Keys { source, cache: Mutex::new(Cache::default()) },
+            keys: Keys::new(source),
             clock_skew_secs: flags.clock_skew_secs,
         }))
     }
@@ -161,7 +166,7 @@ impl Authorization {
         let document = json!({
             "resource": self.resource,
             "authorization_servers": [self.issuer],
-            "scopes_supported": SCOPES,
+            "scopes_supported": BASIC_SCOPES,
             "bearer_methods_supported": ["header"],
             "resource_name": crate::SERVER_NAME,
         });
@@ -304,10 +309,13 @@ const ALGORITHMS: &[Algorithm] = &[
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 /// `https://mcp.example.com/mcp` -> `https://mcp.example.com/.well-known/oauth-protected-resource/mcp`
-/// (RFC 9728, section 3.1: the well-known path goes between the host and the path).
+/// (RFC 9728, section 3: the well-known path goes between the host and the path).
 fn metadata_url(resource: &str) -> Option<String> {
     let (origin, path) = split_url(resource);
-    origin.split_once("://").is_some_and(|(_, authority)| !authority.is_empty()).then(|| format!("{origin}{WELL_KNOWN}{path}"))
+    origin
+        .split_once("://")
+        .is_some_and(|(_, authority)| !authority.is_empty())
+        .then(|| format!("{origin}{WELL_KNOWN}{path}"))
 }
 
 /// `https://host:8443/a/b?q` -> (`https://host:8443`, `/a/b`): the origin, and the
@@ -337,9 +345,9 @@ fn status_word(status: u16) -> &'static str {
 /// An https URL, or an http one on this machine's loopback (for tests).
 fn is_https_or_loopback(url: &str) -> bool {
     let lower = url.to_ascii_lowercase();
-    let loopback = ["http://localhost", "http://127.0.0.1", "http://[::1]"].iter().any(|prefix| {
-        lower.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
-    });
+    let loopback = ["http://localhost", "http://127.0.0.1", "http://[::1]"]
+        .iter()
+        .any(|prefix| lower.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/'])));
     lower.starts_with("https://") || loopback
 }
 
@@ -349,11 +357,15 @@ fn is_https_or_loopback(url: &str) -> bool {
 /// authorization server is down; fetched again when a token names a key not held (the
 /// authorization server rotated its keys), but not more often than `REFETCH_AFTER`, so
 /// that tokens naming made-up keys cannot make this server flood it; and fetched again
-/// when older than `KEYS_MAX_AGE`, so that a key withdrawn is soon refused.
+/// when older than `KEYS_MAX_AGE`, so that a key withdrawn is soon refused. No lock is
+/// held while a fetch waits on the network: a request whose key is held never waits.
 struct Keys {
     source: KeySource,
-    /// One fetch at a time: requests that need the keys meanwhile wait for it.
+    /// What is held. Every request reads it, for a moment.
     cache: Mutex<Cache>,
+    /// Held by the one request that is fetching. A request with no key for its token
+    /// waits for that fetch; the others go on with the keys held.
+    fetching: Mutex<()>,
 }
 
 enum KeySource {
@@ -387,47 +399,99 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_DOCUMENT_BYTES: u64 = 256 * 1024;
 // ANCHOR_END: keys
 
+/// What the cache says of one token's key.
+struct Lookup {
+    /// The key, when it is held.
+    key: Option<Jwk>,
+    /// Whether a fetch is due: never fetched, too old, or this key missing and the last
+    /// fetch long enough ago.
+    due: bool,
+    /// Whether any key is held at all.
+    any: bool,
+}
+
 impl Keys {
-    /// The key named `kid` that may check `alg`, fetching the keys when they are not
-    /// held yet, are old, or lack it. A token without a `kid` may use the only key.
-    fn find(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Invalid> {
-        let mut cache = lock(&self.cache);
-        let stale = cache.fetched.is_none_or(|at| at.elapsed() >= KEYS_MAX_AGE);
-        let missing = pick(&cache.keys, kid, alg).is_none();
-        let may_refetch = cache.fetched.is_none_or(|at| at.elapsed() >= REFETCH_AFTER);
-        if stale || (missing && may_refetch) {
-            cache.fetched = Some(Instant::now());
-            match self.fetch(&mut cache) {
-                Ok(keys) => cache.keys = keys,
-                Err(why) => {
-                    eprintln!("authorization: cannot fetch the signing keys: {why}");
-                    if cache.keys.is_empty() {
-                        return Err(Invalid::KeysUnavailable);
-                    }
-                }
-            }
-        }
-        let jwk = pick(&cache.keys, kid, alg).ok_or_else(|| Invalid::token("the token is signed with an unknown key"))?;
-        DecodingKey::from_jwk(jwk).map_err(|_| Invalid::token("the token is signed with a key this server cannot use"))
+    fn new(source: KeySource) -> Keys {
+        Keys { source, cache: Mutex::default(), fetching: Mutex::new(()) }
     }
 
-    /// The signing keys from the source, those this server can use.
-    fn fetch(&self, cache: &mut Cache) -> Result<Vec<Jwk>, String> {
-        let set = match &self.source {
+    /// The key named `kid` that may check `alg`. A token without a `kid` may use the
+    /// only key.
+    fn find(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Invalid> {
+        let found = self.look(kid, alg);
+        if let Some(key) = found.key {
+            // Old keys are refreshed by whichever request gets there first; the others
+            // use the keys held meanwhile.
+            if found.due
+                && let Ok(_fetching) = self.fetching.try_lock()
+            {
+                self.refresh();
+            }
+            return usable(&key);
+        }
+        // Not held: wait for a fetch under way, then fetch, if one is still due.
+        {
+            let _fetching = lock(&self.fetching);
+            if self.look(kid, alg).due {
+                self.refresh();
+            }
+        }
+        match self.look(kid, alg) {
+            Lookup { key: Some(key), .. } => usable(&key),
+            // None at all: the token may be fine, but cannot be checked now.
+            Lookup { any: false, .. } => Err(Invalid::KeysUnavailable),
+            Lookup { .. } => Err(Invalid::token("the token is signed with an unknown key")),
+        }
+    }
+
+    fn look(&self, kid: Option<&str>, alg: Algorithm) -> Lookup {
+        let cache = lock(&self.cache);
+        let key = pick(&cache.keys, kid, alg).cloned();
+        let since = |age: Duration| cache.fetched.is_none_or(|at| at.elapsed() >= age);
+        let due = since(KEYS_MAX_AGE) || (key.is_none() && since(REFETCH_AFTER));
+        Lookup { key, due, any: !cache.keys.is_empty() }
+    }
+
+    /// Fetch the keys, with no lock on the cache while the network answers, and keep
+    /// them; on failure keep those held, and say why on stderr.
+    fn refresh(&self) {
+        let jwks_uri = lock(&self.cache).jwks_uri.clone();
+        let fetched = self.fetch(jwks_uri);
+        let mut cache = lock(&self.cache);
+        cache.fetched = Some(Instant::now());
+        match fetched {
+            Ok((keys, jwks_uri)) => {
+                cache.keys = keys;
+                cache.jwks_uri = jwks_uri;
+            }
+            Err(why) => eprintln!("authorization: cannot fetch the signing keys: {why}"),
+        }
+    }
+
+    /// The signing keys from the source, those this server can use, and the `jwks_uri`
+    /// they came from when it was discovered (`jwks_uri`: the one found before).
+    fn fetch(&self, jwks_uri: Option<String>) -> Result<(Vec<Jwk>, Option<String>), String> {
+        let (set, jwks_uri) = match &self.source {
             KeySource::File(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
+                (serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?, None)
             }
-            KeySource::Uri(uri) => get_json(uri)?,
+            KeySource::Uri(uri) => (get_json(uri)?, None),
             KeySource::Discover(issuer) => {
-                if cache.jwks_uri.is_none() {
-                    cache.jwks_uri = Some(discover_jwks_uri(issuer)?);
-                }
-                get_json(cache.jwks_uri.as_deref().expect("just discovered"))?
+                let uri = match jwks_uri {
+                    Some(uri) => uri,
+                    None => discover_jwks_uri(issuer)?,
+                };
+                (get_json(&uri)?, Some(uri))
             }
         };
-        Ok(signing_keys(&set))
+        Ok((signing_keys(&set), jwks_uri))
     }
+}
+
+/// A key as `jsonwebtoken` checks signatures with it.
+fn usable(key: &Jwk) -> Result<DecodingKey, Invalid> {
+    DecodingKey::from_jwk(key).map_err(|_| Invalid::token("the token is signed with a key this server cannot use"))
 }
 
 /// Of a JWK Set, the keys meant for signatures that this server can read; others (for

@@ -282,11 +282,15 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
 // ANCHOR_END: tools
 
 // ANCHOR: scopes
-/// The scopes an access token for this server may grant (chapter 18), as the
-/// Protected Resource Metadata lists them (`scopes_supported`): `mcp:read` to use the
-/// server at all, and one more for each kind of change a tool makes. Name yours after
+/// The scopes an access token for this server may grant (chapter 18): `mcp:read` to use
+/// the server at all, and one more for each kind of change a tool makes. Name yours after
 /// what they allow, so that a user who is asked to grant one knows what they agree to.
-const SCOPES: &[&str] = &[READ_SCOPE, PAYROLL_SCOPE];
+///
+/// The scopes every user needs, which the Protected Resource Metadata lists
+/// (`scopes_supported`): "the minimal set of scopes necessary for basic functionality"
+/// (`2025-11-25/basic/authorization.mdx`, Scope Selection Strategy). A client asks for
+/// the others when a `403` names them.
+const BASIC_SCOPES: &[&str] = &[READ_SCOPE];
 
 /// To run the payroll: it pays people.
 const PAYROLL_SCOPE: &str = "payroll:run";

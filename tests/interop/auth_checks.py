@@ -54,7 +54,7 @@ from urllib.parse import urlencode, urlsplit
 CLIENT = ("workbook-client", "workbook-secret")  # the fixed test client of auth/authorization_server.mjs
 BRIEF = ("workbook-brief", "workbook-secret")  # the same, but its tokens live 1 s
 FOREIGN = "http://127.0.0.1:9/other"
-SCOPES = ["mcp:read", "payroll:run"]
+BASIC_SCOPES = ["mcp:read"]  # scopes_supported: "the minimal set of scopes necessary for basic functionality"
 
 
 # --- the wire -------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def check_metadata(ns, seen: Seen) -> None:
     expected = {
         "resource": ns.url,
         "authorization_servers": [ns.issuer],
-        "scopes_supported": SCOPES,
+        "scopes_supported": BASIC_SCOPES,
         "bearer_methods_supported": ["header"],
     }
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(ns.url))
