@@ -257,8 +257,8 @@ impl Authorization {
 
 /// The scopes a message needs: `mcp:read`, and for a `tools/call`, the tool's own.
 fn scopes_needed(message: Option<&Message>) -> Vec<&'static str> {
-    // TODO: decision 3: the scopes this message needs (YOUR TOOLS in `main.rs` says what a tool
-    // needs). Proven by "A token that may read calls a tool that reads" and "A token that grants
+    // TODO: decision 3: the scopes this message needs (YOUR TOOLS says what each tool needs,
+    // in `scopes_for_tool`). Proven by "A token that may read calls a tool that reads" and "A token that grants
     // none of this server's scopes".
     todo!("which scopes?")
     // END TODO
