@@ -7,17 +7,19 @@
 //! - metadata that names another issuer is not trusted, and no keys at all is `503`,
 //!   not a `401` that would make the client throw its token away;
 //! - the rate limit counts by subject, and a session's stream is its subject's;
+//! - a stream (here a `subscriptions/listen`) ends when the token it was opened with
+//!   expires, not minutes later;
 //! - the flags: `--stdio` refuses the authorization flags, and keys over plain `http`
 //!   are refused off the loopback.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use mcp_workbook::replay::{self, RunningServer};
@@ -38,10 +40,15 @@ const NEXT_JWKS: &str = include_str!("keys/next-jwks.json");
 
 /// A token for `subject` from `issuer`, signed with `pem` under `kid`, valid until 2100.
 fn token(issuer: &str, subject: &str, scope: &str, pem: &[u8], kid: &str) -> String {
+    token_until(issuer, subject, scope, pem, kid, 4_102_444_800)
+}
+
+/// The same, valid until `exp` (seconds since 1970).
+fn token_until(issuer: &str, subject: &str, scope: &str, pem: &[u8], kid: &str, exp: u64) -> String {
     let mut header = Header::new(Algorithm::ES256);
     header.typ = Some("at+jwt".into());
     header.kid = Some(kid.into());
-    let claims = json!({ "iss": issuer, "sub": subject, "aud": RESOURCE, "exp": 4_102_444_800u64, "scope": scope });
+    let claims = json!({ "iss": issuer, "sub": subject, "aud": RESOURCE, "exp": exp, "scope": scope });
     encode(&header, &claims, &EncodingKey::from_ec_pem(pem).unwrap()).unwrap()
 }
 
@@ -241,6 +248,40 @@ fn a_sessions_stream_is_its_subjects() {
     };
     assert!(get(&bob).starts_with("HTTP/1.1 404"), "another subject's GET");
     assert!(get(&alice).starts_with("HTTP/1.1 200"), "the owner's GET");
+}
+
+#[test]
+fn a_stream_ends_when_its_token_expires() {
+    let server = start(&[
+        "--authorization-server",
+        "https://auth.example.com",
+        "--jwks-file",
+        "tests/keys/jwks.json",
+        "--clock-skew-secs",
+        "0",
+    ]);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let brief = token_until("https://auth.example.com", "alice", "mcp:read", TEST_KEY, "workbook-test-key", now + 3);
+    let authorization = format!("Bearer {brief}");
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    let listen = json!({ "jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": { "_meta": meta, "notifications": { "resourceSubscriptions": ["payroll://last-run"] } } });
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "subscriptions/listen"),
+        ("Authorization", authorization.as_str()),
+    ];
+    let started = Instant::now();
+    let mut stream = replay::open(server.address, &request("POST", &headers, &listen.to_string())).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    // Acknowledged, then ended with its result once the token's three seconds were up,
+    // not after MAX_STREAM_TIME's five minutes.
+    assert!(answer.contains("notifications/subscriptions/acknowledged"), "{answer}");
+    assert!(answer.contains(r#""resultType":"complete""#), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(10), "the stream lasted {:?}", started.elapsed());
 }
 
 #[test]

@@ -72,7 +72,7 @@ pub fn handle(
     }
     // Chapter 17: GET opens a session's own stream (subscriptions.rs).
     if request.method == "GET" {
-        return open_stream(request, &catalog.sessions);
+        return open_stream(request, &catalog.sessions, caller.stream_time());
     }
     if request.method != "POST" {
         // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
@@ -120,7 +120,8 @@ pub fn handle(
         }
         // Chapter 17: a subscription's answer stays open (listen.rs).
         if method == "subscriptions/listen" && check_envelope(Some(request), method, params.as_ref()).is_ok() {
-            return listen_over_http(id.clone(), params.as_ref(), request.header("Accept"), format, catalog);
+            let lasts = caller.stream_time();
+            return listen_over_http(id.clone(), params.as_ref(), request.header("Accept"), format, catalog, lasts);
         }
         return format.wrap(answer_modern(Some(request), id.clone(), method, params.as_ref(), catalog, &caller));
     }

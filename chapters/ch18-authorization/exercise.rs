@@ -31,7 +31,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::Jwk;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header, errors::ErrorKind};
+use jsonwebtoken::{
+    Algorithm, DecodingKey, Validation, decode, decode_header, errors::ErrorKind, get_current_timestamp,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -39,6 +41,7 @@ use crate::endpoint::refusal;
 use crate::http::{Request, Response};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
 use crate::streaming::lock;
+use crate::subscriptions::MAX_STREAM_TIME;
 use crate::{BASIC_SCOPES, scopes_for_tool};
 
 // ANCHOR: flags
@@ -94,17 +97,19 @@ pub struct Caller {
     scopes: Option<Vec<String>>,
     /// Where the request came from, when no token says who sent it.
     address: Option<IpAddr>,
+    /// When the token expires (`exp`, seconds since 1970); `None` without a token.
+    expires: Option<u64>,
 }
 
 impl Caller {
     /// A caller of a server that asks for no token: known by its address alone.
     pub fn anonymous(address: IpAddr) -> Caller {
-        Caller { subject: None, scopes: None, address: Some(address) }
+        Caller { subject: None, scopes: None, address: Some(address), expires: None }
     }
 
     /// The host that started the process, over stdio.
     pub fn stdio() -> Caller {
-        Caller { subject: None, scopes: None, address: None }
+        Caller { subject: None, scopes: None, address: None, expires: None }
     }
 
     /// Who the tool rate limit counts by: the subject, who may call from many
@@ -115,6 +120,16 @@ impl Caller {
             (None, Some(address)) => address.to_string(),
             (None, None) => "stdio".to_string(),
         }
+    }
+
+    /// How long a stream this caller opens may last: `MAX_STREAM_TIME`, or until its
+    /// token expires, if that is sooner. A stream is one request, checked once; without
+    /// this, a token that expired (or was revoked, and so not renewed) would still hear
+    /// everything the stream tells, for minutes.
+    pub fn stream_time(&self) -> Duration {
+        // The clock `jsonwebtoken` checked `exp` against.
+        let left = self.expires.map(|exp| Duration::from_secs(exp.saturating_sub(get_current_timestamp())));
+        left.map_or(MAX_STREAM_TIME, |left| left.min(MAX_STREAM_TIME))
     }
 }
 // ANCHOR_END: authorization
@@ -211,7 +226,7 @@ impl Authorization {
         let claims = claims.claims;
         // RFC 9068, section 2.2.3: `scope` is a space-separated list, like OAuth's.
         let scopes = claims.scope.unwrap_or_default().split_whitespace().map(str::to_string).collect();
-        Ok(Caller { subject: Some(claims.sub), scopes: Some(scopes), address: None })
+        Ok(Caller { subject: Some(claims.sub), scopes: Some(scopes), address: None, expires: Some(claims.exp) })
     }
     // ANCHOR_END: validate
 
@@ -269,6 +284,7 @@ fn scopes_needed(message: Option<&Message>) -> Vec<&'static str> {
 struct Claims {
     sub: String,
     scope: Option<String>,
+    exp: u64,
 }
 
 /// The answer when the keys cannot be had: `503`, not the token's fault nor the

@@ -12,6 +12,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
@@ -175,13 +176,15 @@ fn closed(id: &Value) -> Vec<u8> {
 /// that stays open, the acknowledgment first. A subscription that honours nothing ends at
 /// once, with its result: it could never hear anything, and would hold a thread and a
 /// connection for nothing. Otherwise it ends when the client closes the stream (which
-/// cancels it, and gets nothing more) or when `MAX_STREAM_TIME` passes (with its result).
+/// cancels it, and gets nothing more) or when `lasts` passes (with its result):
+/// `MAX_STREAM_TIME`, or less when the caller's token expires sooner (chapter 18).
 pub fn listen_over_http(
     id: Value,
     params: Option<&Value>,
     accept: Option<&str>,
     format: Format,
     catalog: &'static Catalog,
+    lasts: Duration,
 ) -> Response {
     if !allows_event_stream(accept) {
         let error = RpcError::invalid_request("`Accept` must allow text/event-stream: a subscription's answer is one");
@@ -219,7 +222,7 @@ pub fn listen_over_http(
         let acknowledged = writer.send(&event(acknowledgment(&id, &uris).to_string().as_bytes())).is_ok();
         // Its sender is in the list while the subscription is open: `Disconnected` never
         // comes, and the stream ends by time or by the client.
-        if acknowledged && (uris.is_empty() || relay(writer, &messages).time_up()) {
+        if acknowledged && (uris.is_empty() || relay(writer, &messages, lasts).time_up()) {
             let _ = writer.send(&event(&closed(&id)));
         }
         listeners.remove(number);

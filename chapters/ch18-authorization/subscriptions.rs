@@ -31,7 +31,7 @@ pub const MAX_SUBSCRIPTIONS: usize = 16;
 /// The longest a session's stream stays open. Then it ends, and the client opens
 /// another ("The server MAY close the SSE stream at any time"). Each GET is a request
 /// in the session, so a client that listens keeps its session alive.
-const MAX_STREAM_TIME: Duration = Duration::from_secs(5 * 60);
+pub const MAX_STREAM_TIME: Duration = Duration::from_secs(5 * 60);
 
 /// How often a stream with nothing to send looks whether its client has gone.
 const LISTEN_CHECK_INTERVAL: Duration = Duration::from_secs(1);
@@ -187,8 +187,9 @@ pub fn subscription(
 /// GET: open the session's own stream, an event stream of the messages that answer no
 /// request (here, `notifications/resources/updated`). It runs on the connection's
 /// thread (`Response::stream`), holding no worker, until the session ends, the client
-/// leaves, or `MAX_STREAM_TIME` passes.
-pub fn open_stream(request: &Request, sessions: &'static Sessions) -> Response {
+/// leaves, or `lasts` passes (`MAX_STREAM_TIME`, or less: chapter 18 ends a stream when
+/// the token it was opened with expires).
+pub fn open_stream(request: &Request, sessions: &'static Sessions, lasts: Duration) -> Response {
     // A stream is a session's: a GET in none is a request that needs a session id and
     // lacks one, `400`, as the spec asks of "requests without an `MCP-Session-Id` header"
     // (Session Management) and as the official SDKs answer. Not `405`: its `Allow` would
@@ -217,7 +218,7 @@ pub fn open_stream(request: &Request, sessions: &'static Sessions) -> Response {
     Response::stream(200, "text/event-stream", move |writer| {
         // However it ends (the session ended: DELETE, idle, made room), the session may
         // open another.
-        relay(writer, &messages);
+        relay(writer, &messages, lasts);
         sessions.stop_listening(&id, number);
     })
     .with_header("X-Accel-Buffering", "no")
@@ -226,7 +227,7 @@ pub fn open_stream(request: &Request, sessions: &'static Sessions) -> Response {
 /// How a stream's relay ended.
 #[derive(PartialEq)]
 pub enum Relayed {
-    /// `MAX_STREAM_TIME` passed.
+    /// Its time passed.
     TimeUp,
     /// The client has gone.
     ClientGone,
@@ -241,10 +242,10 @@ impl Relayed {
 }
 
 /// Send each message that arrives as an event, at once, until the client goes, the
-/// messages stop for good, or `MAX_STREAM_TIME` passes: the session's stream, and a
+/// messages stop for good, or `lasts` passes: the session's stream, and a
 /// `subscriptions/listen` answer (listen.rs), end alike.
-pub fn relay(writer: &mut BodyWriter, messages: &mpsc::Receiver<Value>) -> Relayed {
-    let until = Instant::now() + MAX_STREAM_TIME;
+pub fn relay(writer: &mut BodyWriter, messages: &mpsc::Receiver<Value>, lasts: Duration) -> Relayed {
+    let until = Instant::now() + lasts;
     while let Some(left) = until.checked_duration_since(Instant::now()).filter(|left| !left.is_zero()) {
         match messages.recv_timeout(left.min(LISTEN_CHECK_INTERVAL)) {
             Ok(message) => {
