@@ -395,13 +395,17 @@ enum KeySource {
 
 #[derive(Default)]
 struct Cache {
-    /// The keys, by `kid`, with the algorithm each may be used with.
-    keys: Vec<Jwk>,
+    /// The keys held.
+    keys: Vec<Key>,
     /// When the keys were last fetched, or last tried.
     fetched: Option<Instant>,
     /// The `jwks_uri` discovered, once it is.
     jwks_uri: Option<String>,
 }
+
+/// A key as published (its `kid` and algorithm), and as `jsonwebtoken` checks
+/// signatures with it, made once when fetched.
+type Key = (Jwk, DecodingKey);
 
 /// How soon the keys may be fetched again for a token that names an unknown key.
 const REFETCH_AFTER: Duration = Duration::from_secs(10);
@@ -418,7 +422,7 @@ const MAX_DOCUMENT_BYTES: u64 = 256 * 1024;
 /// What the cache says of one token's key.
 struct Lookup {
     /// The key, when it is held.
-    key: Option<Jwk>,
+    key: Option<DecodingKey>,
     /// Whether a fetch is due: never fetched, too old, or this key missing and the last
     /// fetch long enough ago.
     due: bool,
@@ -443,7 +447,7 @@ impl Keys {
             {
                 self.refresh();
             }
-            return usable(&key);
+            return Ok(key);
         }
         // Not held: wait for a fetch under way, then fetch, if one is still due.
         {
@@ -453,7 +457,7 @@ impl Keys {
             }
         }
         match self.look(kid, alg) {
-            Lookup { key: Some(key), .. } => usable(&key),
+            Lookup { key: Some(key), .. } => Ok(key),
             // None at all: the token may be fine, but cannot be checked now.
             Lookup { any: false, .. } => Err(Invalid::KeysUnavailable),
             Lookup { .. } => Err(Invalid::token("the token is signed with an unknown key")),
@@ -462,7 +466,7 @@ impl Keys {
 
     fn look(&self, kid: Option<&str>, alg: Algorithm) -> Lookup {
         let cache = lock(&self.cache);
-        let key = pick(&cache.keys, kid, alg).cloned();
+        let key = pick(&cache.keys, kid, alg).map(|(_, key)| key.clone());
         let since = |age: Duration| cache.fetched.is_none_or(|at| at.elapsed() >= age);
         let due = since(KEYS_MAX_AGE) || (key.is_none() && since(REFETCH_AFTER));
         Lookup { key, due, any: !cache.keys.is_empty() }
@@ -486,7 +490,7 @@ impl Keys {
 
     /// The signing keys from the source, those this server can use, and the `jwks_uri`
     /// they came from when it was discovered (`jwks_uri`: the one found before).
-    fn fetch(&self, jwks_uri: Option<String>) -> Result<(Vec<Jwk>, Option<String>), String> {
+    fn fetch(&self, jwks_uri: Option<String>) -> Result<(Vec<Key>, Option<String>), String> {
         let (set, jwks_uri) = match &self.source {
             KeySource::File(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -505,27 +509,24 @@ impl Keys {
     }
 }
 
-/// A key as `jsonwebtoken` checks signatures with it.
-fn usable(key: &Jwk) -> Result<DecodingKey, Invalid> {
-    DecodingKey::from_jwk(key).map_err(|_| Invalid::token("the token is signed with a key this server cannot use"))
-}
-
-/// Of a JWK Set, the keys meant for signatures that this server can read; others (for
+/// Of a JWK Set, the keys meant for signatures that this server can use; others (for
 /// encryption, or of a kind it does not know) are skipped, not fatal.
-fn signing_keys(set: &Value) -> Vec<Jwk> {
+fn signing_keys(set: &Value) -> Vec<Key> {
     let keys = set.get("keys").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     keys.iter()
         .filter(|key| key.get("use").is_none_or(|usage| usage == "sig"))
         .filter_map(|key| serde_json::from_value::<Jwk>(key.clone()).ok())
+        .filter_map(|jwk| DecodingKey::from_jwk(&jwk).ok().map(|key| (jwk, key)))
         .collect()
 }
 
 /// The key for `kid` (or the only key, when the token names none) whose algorithm, if
 /// the key names one, is `alg`.
-fn pick<'a>(keys: &'a [Jwk], kid: Option<&str>, alg: Algorithm) -> Option<&'a Jwk> {
-    let fits = |key: &&Jwk| key.common.key_algorithm.is_none_or(|a| a.to_string() == format!("{alg:?}"));
+fn pick<'a>(keys: &'a [Key], kid: Option<&str>, alg: Algorithm) -> Option<&'a Key> {
+    let fits =
+        |(jwk, _): &&Key| jwk.common.key_algorithm.is_none_or(|algorithm| algorithm.to_string() == format!("{alg:?}"));
     match kid {
-        Some(kid) => keys.iter().filter(fits).find(|key| key.common.key_id.as_deref() == Some(kid)),
+        Some(kid) => keys.iter().filter(fits).find(|(jwk, _)| jwk.common.key_id.as_deref() == Some(kid)),
         None if keys.len() == 1 => keys.iter().find(fits),
         None => None,
     }
