@@ -120,10 +120,6 @@ fn ping(address: SocketAddr, token: &str) -> HttpResponse {
     replay::send(address, &request("POST", &headers, &body.to_string())).expect("the call is answered")
 }
 
-fn header<'a>(response: &'a HttpResponse, name: &str) -> Option<&'a str> {
-    response.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
-}
-
 #[test]
 fn keys_are_found_fetched_once_and_fetched_again_for_a_new_key() {
     let issuer_server = Documents::start();
@@ -154,7 +150,7 @@ fn keys_are_found_fetched_once_and_fetched_again_for_a_new_key() {
     let rotated = token(&issuer, "alice", "mcp:read", NEXT_KEY, "workbook-next-key");
     let refused = ping(server.address, &rotated);
     assert_eq!(refused.status, 401, "{}", refused.body);
-    assert!(header(&refused, "WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
+    assert!(refused.header("WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
     assert_eq!(issuer_server.asked("/jwks"), 1, "fetched again within ten seconds");
 
     // Ten seconds on, the unknown key sends the server to fetch the keys again.
@@ -204,8 +200,8 @@ fn no_keys_is_503_not_a_bad_token() {
     for _ in 0..2 {
         let answer = ping(server.address, &alice);
         assert_eq!(answer.status, 503, "{}", answer.body);
-        assert_eq!(header(&answer, "Retry-After"), Some("10"));
-        assert_eq!(header(&answer, "WWW-Authenticate"), None, "not a challenge: the token may be fine");
+        assert_eq!(answer.header("Retry-After"), Some("10"));
+        assert_eq!(answer.header("WWW-Authenticate"), None, "not a challenge: the token may be fine");
     }
 }
 
@@ -236,7 +232,7 @@ fn a_sessions_stream_is_its_subjects() {
     let headers =
         [("Content-Type", "application/json"), ("Accept", "application/json"), ("Authorization", alice.as_str())];
     let opened = replay::send(server.address, &request("POST", &headers, &initialize.to_string())).unwrap();
-    let session = header(&opened, "Mcp-Session-Id").expect("a session opens").to_string();
+    let session = opened.header("Mcp-Session-Id").expect("a session opens").to_string();
     let get = |authorization: &str| {
         let headers =
             [("Accept", "text/event-stream"), ("Mcp-Session-Id", session.as_str()), ("Authorization", authorization)];

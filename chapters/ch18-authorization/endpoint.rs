@@ -271,7 +271,7 @@ pub struct Guard {
 }
 
 /// The names a server on this machine is always reachable as, on any port.
-const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+pub const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
 
 impl Guard {
     /// The guard for a server bound to `bind`. Warns, on stderr, when that address is
@@ -343,7 +343,7 @@ impl Guard {
 /// `localhost:8080` -> `localhost`, `[::1]:8080` -> `[::1]`, `127.0.0.1` -> `127.0.0.1`.
 /// `None` when what follows the name is not a port: `localhost.evil.example` is a name
 /// of its own, and `localhost/x` or `localhost:80@evil.example` are not a host at all.
-fn host_name(authority: &str) -> Option<&str> {
+pub fn host_name(authority: &str) -> Option<&str> {
     let end = if authority.starts_with('[') {
         authority.find(']')? + 1
     } else {
@@ -357,7 +357,7 @@ fn host_name(authority: &str) -> Option<&str> {
 }
 
 /// The token in `Authorization: Bearer <token>` (the scheme is case-insensitive).
-fn bearer_token(request: &Request) -> Option<&str> {
+pub fn bearer_token(request: &Request) -> Option<&str> {
     let (scheme, token) = request.header("Authorization")?.split_once(' ')?;
     scheme.eq_ignore_ascii_case("Bearer").then(|| token.trim())
 }

@@ -37,7 +37,7 @@ use jsonwebtoken::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::endpoint::refusal;
+use crate::endpoint::{LOOPBACK_NAMES, bearer_token, host_name, refusal};
 use crate::http::{Request, Response};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
 use crate::streaming::lock;
@@ -343,12 +343,6 @@ fn split_url(url: &str) -> (&str, &str) {
     (&url[..start], path.trim_end_matches('/'))
 }
 
-/// The token in `Authorization: Bearer <token>` (the scheme is case-insensitive).
-fn bearer_token(request: &Request) -> Option<&str> {
-    let (scheme, token) = request.header("Authorization")?.split_once(' ')?;
-    Some(token.trim()).filter(|token| scheme.eq_ignore_ascii_case("Bearer") && !token.is_empty())
-}
-
 /// A text inside a quoted-string of a header: no `"` or `\` to end it early.
 fn quoted(text: &str) -> String {
     echo(text).replace(['"', '\\'], "'")
@@ -358,13 +352,13 @@ fn status_word(status: u16) -> &'static str {
     if status == 403 { "Forbidden" } else { "Unauthorized" }
 }
 
-/// An https URL, or an http one on this machine's loopback (for tests).
+/// An https URL, or an http one on this machine's loopback (for tests): the names
+/// `endpoint.rs` knows as loopback, on any port.
 fn is_https_or_loopback(url: &str) -> bool {
-    let lower = url.to_ascii_lowercase();
-    let loopback = ["http://localhost", "http://127.0.0.1", "http://[::1]"]
-        .iter()
-        .any(|prefix| lower.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/'])));
-    lower.starts_with("https://") || loopback
+    let origin = split_url(url).0.to_ascii_lowercase();
+    let loopback =
+        origin.strip_prefix("http://").and_then(host_name).is_some_and(|name| LOOPBACK_NAMES.contains(&name));
+    origin.starts_with("https://") || loopback
 }
 
 // ANCHOR: keys
