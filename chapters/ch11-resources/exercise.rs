@@ -23,7 +23,21 @@ use serde_json::{Value, json};
 use crate::jsonrpc::{RESOURCE_NOT_FOUND, RpcError};
 use crate::mcp::check_cursor;
 use crate::modern::CACHE_TTL_MS;
-use crate::{Catalog, Resource, ResourceTemplate};
+
+// ANCHOR: resource
+/// A resource: its entry in `resources/list`, and the function `resources/read` runs.
+pub struct Resource {
+    pub definition: Value,
+    pub read: fn() -> ResourceContents,
+}
+
+/// A resource template: its entry in `resources/templates/list`, and the function
+/// `resources/read` runs for a URI that matches it, with the values of its variables.
+pub struct ResourceTemplate {
+    pub definition: Value,
+    pub read: fn(&BTreeMap<String, String>) -> Option<ResourceContents>,
+}
+// ANCHOR_END: resource
 
 // ANCHOR: resources_list
 /// `resources/list`: every resource with a URI of its own, on one page.
@@ -41,7 +55,11 @@ pub fn resource_templates_list(params: Option<&Value>, templates: &[ResourceTemp
 
 // ANCHOR: resources_read
 /// `resources/read`: what one URI holds, as one entry of `contents`.
-pub fn resources_read(params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
+pub fn resources_read(
+    params: Option<&Value>,
+    resources: &[Resource],
+    templates: &[ResourceTemplate],
+) -> Result<Value, RpcError> {
     let uri = params
         .and_then(|p| p.get("uri"))
         .and_then(Value::as_str)
@@ -61,7 +79,11 @@ pub fn resources_read(params: Option<&Value>, catalog: &Catalog) -> Result<Value
 }
 
 /// What `uri` names, with the definition it was found by. `None`: nothing by that URI.
-fn find_resource<'a>(uri: &str, catalog: &'a Catalog) -> Option<(&'a Value, ResourceContents)> {
+fn find_resource<'a>(
+    uri: &str,
+    resources: &'a [Resource],
+    templates: &'a [ResourceTemplate],
+) -> Option<(&'a Value, ResourceContents)> {
     // TODO: what a URI names: a resource of its own, else what a template it fits says (which may be
     // nothing). Proven by "`resources/read` through a template: `orders://A-1001`" and "A URI of the
     // template's form that names no order".
@@ -73,8 +95,8 @@ fn find_resource<'a>(uri: &str, catalog: &'a Catalog) -> Option<(&'a Value, Reso
 
 // ANCHOR: not_found_2026
 /// An error of this file's methods as 2026-07-28 says it, which numbers one of them
-/// differently (`2026-07-28/server/resources.mdx`, Error Handling). `dispatch_modern`
-/// (`modern.rs`) passes every error of a method through it.
+/// differently (`2026-07-28/server/resources.mdx`, Error Handling). The router
+/// (`router.rs`) passes every error of a 2026-07-28 method through it.
 pub fn for_2026(error: RpcError) -> RpcError {
     // TODO: an error of this file's methods as 2026-07-28 says it. Proven by "2026-07-28:
     // "Resource not found" is `-32602`" and "Over stdio, 2026-07-28: a read and a URI that names nothing".
@@ -86,7 +108,7 @@ pub fn for_2026(error: RpcError) -> RpcError {
 // ANCHOR: cache_hints
 /// The caching hints of this file's methods in 2026-07-28: for how long a client may
 /// keep an answer, and for whom (`2026-07-28/server/utilities/caching.mdx`). `None`
-/// for a method that is not this file's. `complete` (`modern.rs`) asks here.
+/// for a method that is not this file's. The router (`router.rs`) asks here.
 pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
     // TODO: for how long, and for whom, a client may keep each answer of this file's methods.
     // Proven by "2026-07-28: a read is `private`, for a minute" and "2026-07-28:
