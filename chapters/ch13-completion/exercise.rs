@@ -17,7 +17,8 @@
 use serde_json::{Value, json};
 
 use crate::jsonrpc::{RpcError, echo};
-use crate::{Catalog, completions};
+use crate::prompts::Prompt;
+use crate::resources::ResourceTemplate;
 
 // ANCHOR: max_completions
 /// At most this many values in one answer (`2025-11-25/server/utilities/completion.mdx`,
@@ -29,8 +30,14 @@ const MAX_COMPLETIONS: usize = 100;
 /// `completion/complete`: what the user may mean by what they typed into one argument
 /// of a prompt (`ref/prompt`, by its name) or one variable of a resource template
 /// (`ref/resource`, by its `uriTemplate`). Every mistake is invalid params, -32602
-/// (`2025-11-25/server/utilities/completion.mdx`, Error Handling).
-pub fn completion_complete(params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
+/// (`2025-11-25/server/utilities/completion.mdx`, Error Handling). The suggestions come
+/// from `completions`, YOUR COMPLETIONS' function, which `main` hands down.
+pub fn completion_complete(
+    params: Option<&Value>,
+    prompts: &[Prompt],
+    templates: &[ResourceTemplate],
+    completions: fn(&str, &str) -> Vec<String>,
+) -> Result<Value, RpcError> {
     let params = params.unwrap_or(&Value::Null);
     // TODO: the argument being filled in (its `name`, and the `value` typed so far), and whether the
     // reference takes it. Proven by "An argument the prompt does not take", "An argument without a
@@ -49,7 +56,11 @@ pub fn completion_complete(params: Option<&Value>, catalog: &Catalog) -> Result<
 
 /// What a completion's `ref` names, and the names of its arguments: a prompt and its
 /// `arguments`, or a resource template and its variables.
-fn arguments_of<'a>(reference: &Value, catalog: &'a Catalog) -> Result<(&'static str, Vec<&'a str>), RpcError> {
+fn arguments_of<'a>(
+    reference: &Value,
+    prompts: &'a [Prompt],
+    templates: &'a [ResourceTemplate],
+) -> Result<(&'static str, Vec<&'a str>), RpcError> {
     // TODO: what a reference names, and the names of the arguments it takes; a reference to nothing
     // this server has is the client's mistake. Proven by "A resource is not a template" and "A `ref`
     // is read by its `type`".

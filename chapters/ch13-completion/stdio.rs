@@ -1,15 +1,15 @@
 //! The other transport: one JSON-RPC message per line on stdin, each answer a line on
 //! stdout, logs on stderr, for a host that starts the server itself. There is no HTTP
-//! layer: a line goes straight to the JSON-RPC layer.
+//! layer: a line is read as one JSON-RPC message and goes to the same router.
 
 use std::io;
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 
-use crate::Catalog;
-use crate::jsonrpc::{Message, Outcome, RpcError, RpcResponse, echo, parse_message, readable_id, reply};
-use crate::mcp::{ASSUMED_VERSION, dispatch, for_version};
-use crate::modern::{answer_modern, is_modern};
-use crate::rate_limit::{RateLimit, STDIO_CALLER};
+use crate::framing::write_line;
+use crate::jsonrpc::{Outcome, RpcError, RpcResponse, parse_message, readable_id};
+use crate::mcp::ASSUMED_VERSION;
+use crate::rate_limit::RateLimit;
+use crate::router::{Catalog, Routed, Via, route};
 
 // ANCHOR: stdio
 /// Read messages from stdin, one per line, and write each answer to stdout as one
@@ -17,7 +17,7 @@ use crate::rate_limit::{RateLimit, STDIO_CALLER};
 /// stdin, the loop ends and so does the process.
 pub fn serve_stdio(catalog: &Catalog, rate_limit: &RateLimit) -> io::Result<()> {
     eprintln!("serving MCP on stdin/stdout");
-    let (mut input, mut output) = (io::stdin().lock(), io::stdout().lock());
+    let mut input = io::stdin().lock();
     let mut line = Vec::new();
     // The revision `initialize` agreed on: every later answer is in it (see `for_version`).
     let mut version = ASSUMED_VERSION.to_string();
@@ -30,52 +30,29 @@ pub fn serve_stdio(catalog: &Catalog, rate_limit: &RateLimit) -> io::Result<()> 
             return Ok(());
         }
         if let Some(answer) = handle_line(&line, catalog, rate_limit, &mut version) {
-            // serde_json writes no raw newline (one inside a string is `\n`), so one
-            // message stays one line.
-            output.write_all(&answer)?;
-            output.write_all(b"\n")?;
-            output.flush()?; // the host is waiting for this line now, not later
+            write_line(&answer)?;
         }
     }
 }
 
-/// `handle` for one line: the same JSON-RPC and MCP layers, without HTTP around
-/// them. A notification, a response or a blank line gets no line back.
+/// `handle` for one line: the same router, without HTTP around it. A notification, a
+/// response or a blank line gets no line back.
 fn handle_line(line: &[u8], catalog: &Catalog, rate_limit: &RateLimit, version: &mut String) -> Option<Vec<u8>> {
     // The `\n` that ends the line (and a `\r` before it) is framing, not message.
     let line = line.trim_ascii();
     if line.is_empty() {
         return None; // a blank line holds no message, so there is nothing to answer
     }
-    let response = match parse_message(line) {
+    let message = match parse_message(line) {
+        Ok(message) => message,
         // Not a message: answered as stdio answers it (see `stdio_error`).
         Err(error) => return Some(stdio_error(line, error)),
-        // A tool call takes one from the share of the one caller here, the host.
-        Ok(Message::Request { id, method, .. }) if method == "tools/call" && !rate_limit.take(STDIO_CALLER) => {
-            rate_limit.refusal(id)
-        }
-        // No headers here: a request is modern by its `_meta` alone.
-        Ok(Message::Request { id, method, params }) if is_modern(None, &method, params.as_ref()) => {
-            answer_modern(None, id, &method, params.as_ref(), catalog)
-        }
-        Ok(Message::Request { id, method, params }) => {
-            let result = dispatch(&method, params.as_ref(), catalog);
-            if method == "initialize"
-                && let Ok(agreed) = &result
-            {
-                *version = agreed["protocolVersion"].as_str().unwrap_or(ASSUMED_VERSION).to_string();
-            }
-            reply(200, id, result.map(|result| for_version(result, version)))
-        }
-        Ok(Message::Notification { method }) => {
-            eprintln!("notification: {:?}", echo(&method));
-            return None;
-        }
-        Ok(Message::Response) => return None,
     };
-    // There is no status line on stdio: the status `reply` chose goes nowhere, and the
-    // JSON-RPC error in the body is the whole answer.
-    Some(response.body)
+    match route(message, Via::Stdio { version }, catalog, rate_limit) {
+        // There is no status line on stdio: the status the router chose goes nowhere,
+        // and the JSON-RPC error in the body is the whole answer. No body, no line.
+        Routed::Answer(response) | Routed::AsIs(response) => (!response.body.is_empty()).then_some(response.body),
+    }
 }
 
 /// The error for a line that is not a message: with the line's id when one could be
