@@ -467,12 +467,13 @@ fn order(variables: &BTreeMap<String, String>) -> Option<ResourceContents> {
 // ===========================================================================
 // YOUR PROMPTS: conversations a user can start from the host's menu. Add yours here.
 //
-// A prompt (`Prompt`, defined in prompts.rs) is a template of messages. The user picks it (often as a slash command),
-// fills in its arguments, and the host puts the messages it returns into the
-// conversation, as if the user had written them. Each argument is a string; the server
-// checks them against the prompt's `arguments` before its function runs, so a function
-// gets every required argument and no other (an empty value counts as not given). It
-// returns the messages, each `PromptMessage::user(..)` holding one content block:
+// A prompt (`Prompt`, defined in prompts.rs) is a template of messages. The user picks
+// it (often as a slash command), fills in its arguments, and the host puts the messages
+// it returns into the conversation, as if the user had written them. Each argument is a
+// string; the server checks them against the prompt's `arguments` before its function
+// runs, so a function gets every required argument and no other (an empty value counts
+// as not given). It returns the messages, each `PromptMessage::user(..)` holding one
+// content block:
 // - `Content::Text { .. }`: words;
 // - `Content::Image { .. }`: an image, in base64;
 // - `Content::Resource { .. }`: a resource, embedded whole (`ResourceContents::entry`).
