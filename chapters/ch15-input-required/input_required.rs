@@ -11,12 +11,10 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
-use crate::Tool;
-use crate::endpoint::same_secret;
+use crate::guard::same_secret;
 use crate::jsonrpc::RpcError;
-use crate::mcp::{ToolResult, arguments_refused, tool_arguments};
+use crate::mcp::{ToolResult, lock};
 use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
-use crate::streaming::lock;
 
 // ANCHOR: input_required
 /// The tool that asks: it runs the payroll only when the user says yes.
@@ -39,21 +37,17 @@ const MAX_USED_STATES: usize = 10_000;
 /// 2026-07-28's code for "this request needs a client capability you did not declare".
 pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 
-/// Does this modern `tools/call` go through the asking path?
-pub fn asks_client(params: Option<&Value>) -> bool {
-    params.and_then(|p| p.get("name")).and_then(Value::as_str) == Some(APPROVE_PAYROLL)
+/// Does a 2026-07-28 `tools/call` of the tool `name` go through the asking path?
+pub fn asks_client(name: &str) -> bool {
+    name == APPROVE_PAYROLL
 }
 
-/// `tools/call` of a tool that asks: the first call, or a retry with the answers.
-pub fn call_asking(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
-    let params = params.expect("asks_client saw a name");
-    // Its arguments are checked first, as every call's are ("Validate all tool inputs",
-    // `2026-07-28/server/tools.mdx`, Security Considerations): not an object is -32602,
-    // what its schema does not take a failed result. No question for a call that cannot run.
-    let tool = tools.iter().find(|tool| tool.definition["name"] == APPROVE_PAYROLL).expect("the porch offers it");
-    if let Some(refused) = arguments_refused(tool, &tool_arguments(Some(params))?) {
-        return Ok(serde_json::to_value(refused).expect("a tool result always serializes"));
-    }
+/// `tools/call` of a tool that asks: the first call, or a retry with the answers. Its
+/// arguments were checked first (tools.rs), as every call's are ("Validate all tool
+/// inputs", `2026-07-28/server/tools.mdx`, Security Considerations): no question is
+/// asked for a call that cannot run.
+pub fn call_asking(params: Option<&Value>) -> Result<Value, RpcError> {
+    let params = params.expect("the tool was found by the name they hold");
     // The question is a form: ask only a client that takes forms, one that declared
     // `elicitation` empty (forms, for backwards compatibility) or with `form`
     // (`2026-07-28/client/elicitation.mdx`, Capabilities). Any other gets -32021, whose
@@ -89,7 +83,7 @@ pub fn call_asking(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcE
             } else {
                 ToolResult::text("Payroll not run: the user did not approve it.")
             };
-            return Ok(serde_json::to_value(result).expect("a tool result always serializes"));
+            return Ok(result.into_json());
         }
         // A valid state but no answer to our question: ask again, with a fresh state.
     }
