@@ -9,12 +9,12 @@ use serde_json::{Value, json};
 use crate::completion::completion_complete;
 use crate::http::{Request, Response};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
-use crate::mcp::{ASSUMED_VERSION, ServerInfo, check_protocol_version, for_version, initialize};
+use crate::mcp::{ASSUMED_VERSION, ServerInfo, check_protocol_version, for_version, initialize, run_tool};
 use crate::modern::{self, check_envelope, complete, discover, is_modern};
 use crate::prompts::{Prompt, prompts_get, prompts_list};
 use crate::rate_limit::{RateLimit, STDIO_CALLER, caller};
 use crate::resources::{self, Resource, ResourceTemplate, resource_templates_list, resources_list, resources_read};
-use crate::tools::{Tool, tools_call, tools_list};
+use crate::tools::{Tool, arguments_refused, find_tool, tools_list};
 
 // ANCHOR: catalog
 /// Everything this server offers, from YOUR TOOLS, YOUR RESOURCES, YOUR PROMPTS and YOUR
@@ -157,6 +157,15 @@ fn dispatch(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<V
             completion_complete(params, &catalog.prompts, &catalog.resource_templates, catalog.completions)
         }
         _ => Err(RpcError::method_not_found(method)),
+    }
+}
+
+/// `tools/call`: find the tool by its name and check its arguments (tools.rs), then run it.
+fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+    let (tool, arguments) = find_tool(params, tools)?;
+    match arguments_refused(tool, &arguments) {
+        Some(refused) => Ok(refused.into_json()),
+        None => run_tool(tool.name(), || (tool.run)(&arguments)),
     }
 }
 

@@ -1,11 +1,11 @@
-//! Tools (chapters 3 to 6): what a tool is, `tools/list`, and the steps of
-//! `tools/call`: find the tool the call names, check its arguments against the tool's
-//! `inputSchema`, run it. YOUR TOOLS, in main.rs, says which tools there are.
+//! Tools (chapters 3 to 6): what a tool is, `tools/list`, and what `tools/call` checks
+//! before a tool runs: the tool the call names, and its arguments, against the tool's
+//! `inputSchema`. YOUR TOOLS, in main.rs, says which tools there are.
 
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{RpcError, echo};
-use crate::mcp::{ToolResult, check_cursor, run_tool};
+use crate::mcp::{ToolResult, check_cursor};
 
 // ANCHOR: tool
 /// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
@@ -30,20 +30,11 @@ pub fn tools_list(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcEr
 }
 // ANCHOR_END: tools_list
 
-// ANCHOR: tools_call
-/// `tools/call`: find the tool by its name and run it with the arguments.
-pub fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
-    let (tool, arguments) = find_tool(params, tools)?;
-    match arguments_refused(tool, &arguments) {
-        Some(refused) => Ok(refused.into_json()),
-        None => run_tool(tool.name(), || (tool.run)(&arguments)),
-    }
-}
-
+// ANCHOR: find_tool
 /// The tool a `tools/call` names, and its `arguments`: an object, or none at all (the
 /// tool then runs with none, as if sent `{}`). A name that is no string or no tool's,
 /// and `arguments` that are not an object, are invalid params.
-fn find_tool<'a>(params: Option<&Value>, tools: &'a [Tool]) -> Result<(&'a Tool, Map<String, Value>), RpcError> {
+pub fn find_tool<'a>(params: Option<&Value>, tools: &'a [Tool]) -> Result<(&'a Tool, Map<String, Value>), RpcError> {
     let name = params
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str)
@@ -63,7 +54,7 @@ fn find_tool<'a>(params: Option<&Value>, tools: &'a [Tool]) -> Result<(&'a Tool,
 /// Arguments that break the tool's schema are the model's mistake, and the model can
 /// fix it: a failed result saying what to fix, not a protocol error (2025-11-25).
 /// `None` when they fit.
-fn arguments_refused(tool: &Tool, arguments: &Map<String, Value>) -> Option<ToolResult> {
+pub fn arguments_refused(tool: &Tool, arguments: &Map<String, Value>) -> Option<ToolResult> {
     let problems = check_arguments(&tool.definition["inputSchema"], arguments);
     let name = tool.name();
     (!problems.is_empty()).then(|| {
@@ -73,7 +64,7 @@ fn arguments_refused(tool: &Tool, arguments: &Map<String, Value>) -> Option<Tool
         ))
     })
 }
-// ANCHOR_END: tools_call
+// ANCHOR_END: find_tool
 
 // ANCHOR: check_arguments
 /// Check arguments against a tool's `inputSchema`, and say what is wrong in words a

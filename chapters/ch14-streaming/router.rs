@@ -9,13 +9,13 @@ use serde_json::{Value, json};
 use crate::completion::completion_complete;
 use crate::http::{Request, Response};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
-use crate::mcp::{ASSUMED_VERSION, ServerInfo, check_protocol_version, for_version, initialize};
+use crate::mcp::{ASSUMED_VERSION, ServerInfo, check_protocol_version, for_version, initialize, run_tool};
 use crate::modern::{self, check_envelope, complete, discover, is_modern};
 use crate::prompts::{Prompt, prompts_get, prompts_list};
 use crate::rate_limit::{RateLimit, STDIO_CALLER, caller};
 use crate::resources::{self, Resource, ResourceTemplate, resource_templates_list, resources_list, resources_read};
-use crate::streaming::{Calls, Era, LongCall, Server, notice, set_level};
-use crate::tools::{Tool, ToolCall, tools_call, tools_list};
+use crate::streaming::{Calls, Era, LongCall, Server, long_call, notice, progress_token, set_level};
+use crate::tools::{Run, Tool, arguments_refused, find_tool, tools_list};
 
 // ANCHOR: catalog
 /// Everything this server offers, from YOUR TOOLS, YOUR RESOURCES, YOUR PROMPTS and YOUR
@@ -107,7 +107,7 @@ fn route_modern(
         return Routed::Answer(reply(400, id, Err(error)));
     }
     let outcome = match method {
-        "tools/call" => match tools_call(params, &catalog.tools, Era::Modern, &catalog.calls) {
+        "tools/call" => match tools_call(params, Era::Modern, catalog) {
             Ok(ToolCall::Long(long)) => return Routed::Long(id, long),
             Ok(ToolCall::Done(result)) => Ok(result),
             Err(error) => Err(error),
@@ -135,7 +135,7 @@ fn route_handshake(message: Message, via: Via, catalog: &'static Catalog) -> Rou
     match message {
         Message::Request { id, method, params } => {
             let result = match method.as_str() {
-                "tools/call" => match tools_call(params.as_ref(), &catalog.tools, Era::Handshake, &catalog.calls) {
+                "tools/call" => match tools_call(params.as_ref(), Era::Handshake, catalog) {
                     Ok(ToolCall::Long(long)) => return Routed::Long(id, long),
                     Ok(ToolCall::Done(result)) => Ok(result),
                     Err(error) => Err(error),
@@ -186,6 +186,30 @@ fn dispatch(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<V
         }
         "logging/setLevel" => set_level(params, &catalog.calls),
         _ => Err(RpcError::method_not_found(method)),
+    }
+}
+
+/// What a `tools/call` comes to: its result now, or a long call, which the transport
+/// runs on after the router has returned (streaming.rs).
+enum ToolCall {
+    Done(Value),
+    Long(LongCall),
+}
+
+/// `tools/call`: find the tool by its name and check its arguments, once; then run a
+/// quick tool now, and start a tool that works in steps as a long call.
+fn tools_call(params: Option<&Value>, era: Era, catalog: &'static Catalog) -> Result<ToolCall, RpcError> {
+    let (tool, arguments) = find_tool(params, &catalog.tools)?;
+    if let Some(refused) = arguments_refused(tool, &arguments) {
+        return Ok(ToolCall::Done(refused.into_json()));
+    }
+    match tool.run {
+        // Nobody hears how a quick call is going; its progress token must still be one.
+        Run::Quick(run) => {
+            progress_token(params)?;
+            Ok(ToolCall::Done(run_tool(tool.name(), || run(&arguments))?))
+        }
+        Run::Steps(run) => Ok(ToolCall::Long(long_call(tool.name(), run, arguments, params, era, &catalog.calls)?)),
     }
 }
 

@@ -1,13 +1,13 @@
-//! Tools (chapters 3 to 6, and 14): what a tool is, `tools/list`, and the steps of
-//! `tools/call`: find the tool the call names, check its arguments against the tool's
-//! `inputSchema`, run it, or start it as a long call when it works in steps
-//! (streaming.rs). YOUR TOOLS, in main.rs, says which tools there are.
+//! Tools (chapters 3 to 6, and 14's that work in steps): what a tool is, `tools/list`,
+//! and what `tools/call` checks before a tool runs: the tool the call names, and its
+//! arguments, against the tool's `inputSchema`. YOUR TOOLS, in main.rs, says which
+//! tools there are.
 
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{RpcError, echo};
-use crate::mcp::{ToolResult, check_cursor, run_tool};
-use crate::streaming::{Call, Calls, Era, LongCall, long_call, progress_token};
+use crate::mcp::{ToolResult, check_cursor};
+use crate::streaming::Call;
 
 // ANCHOR: tool
 /// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
@@ -41,40 +41,11 @@ pub fn tools_list(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcEr
 }
 // ANCHOR_END: tools_list
 
-// ANCHOR: tools_call
-/// What a `tools/call` comes to: its result now, or a long call, which the transport
-/// runs on after the router has returned (streaming.rs).
-pub enum ToolCall {
-    Done(Value),
-    Long(LongCall),
-}
-
-/// `tools/call`: find the tool by its name and check its arguments, once; then run a
-/// quick tool now, and start a tool that works in steps as a long call.
-pub fn tools_call(
-    params: Option<&Value>,
-    tools: &'static [Tool],
-    era: Era,
-    calls: &Calls,
-) -> Result<ToolCall, RpcError> {
-    let (tool, arguments) = find_tool(params, tools)?;
-    if let Some(refused) = arguments_refused(tool, &arguments) {
-        return Ok(ToolCall::Done(refused.into_json()));
-    }
-    match tool.run {
-        // Nobody hears how a quick call is going; its progress token must still be one.
-        Run::Quick(run) => {
-            progress_token(params)?;
-            Ok(ToolCall::Done(run_tool(tool.name(), || run(&arguments))?))
-        }
-        Run::Steps(run) => Ok(ToolCall::Long(long_call(tool.name(), run, arguments, params, era, calls)?)),
-    }
-}
-
+// ANCHOR: find_tool
 /// The tool a `tools/call` names, and its `arguments`: an object, or none at all (the
 /// tool then runs with none, as if sent `{}`). A name that is no string or no tool's,
 /// and `arguments` that are not an object, are invalid params.
-fn find_tool<'a>(params: Option<&Value>, tools: &'a [Tool]) -> Result<(&'a Tool, Map<String, Value>), RpcError> {
+pub fn find_tool<'a>(params: Option<&Value>, tools: &'a [Tool]) -> Result<(&'a Tool, Map<String, Value>), RpcError> {
     let name = params
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str)
@@ -94,7 +65,7 @@ fn find_tool<'a>(params: Option<&Value>, tools: &'a [Tool]) -> Result<(&'a Tool,
 /// Arguments that break the tool's schema are the model's mistake, and the model can
 /// fix it: a failed result saying what to fix, not a protocol error (2025-11-25).
 /// `None` when they fit.
-fn arguments_refused(tool: &Tool, arguments: &Map<String, Value>) -> Option<ToolResult> {
+pub fn arguments_refused(tool: &Tool, arguments: &Map<String, Value>) -> Option<ToolResult> {
     let problems = check_arguments(&tool.definition["inputSchema"], arguments);
     let name = tool.name();
     (!problems.is_empty()).then(|| {
@@ -104,7 +75,7 @@ fn arguments_refused(tool: &Tool, arguments: &Map<String, Value>) -> Option<Tool
         ))
     })
 }
-// ANCHOR_END: tools_call
+// ANCHOR_END: find_tool
 
 // ANCHOR: check_arguments
 /// Check arguments against a tool's `inputSchema`, and say what is wrong in words a
