@@ -379,7 +379,7 @@ fn with_blank_edges(lines: &[String], free: &[bool], block: Range<usize>) -> Ran
 
 /// Whether a line says something: not blank, not braces, brackets and semicolons alone,
 /// not an empty comment.
-fn says_something(line: &str) -> bool {
+pub(crate) fn says_something(line: &str) -> bool {
     let code = line.trim();
     !(code.is_empty() || code == "//" || code == "///" || code.chars().all(|c| "{}()[];,".contains(c)))
 }
