@@ -523,7 +523,7 @@ impl fmt::Display for Report {
                     }
                     writeln!(f, "  {path:width$}  CONFLICT: {would}left as it is; make the change by hand:")?;
                     for line in hunks.lines() {
-                        writeln!(f, "      {line}")?;
+                        writeln!(f, "{}", format!("      {line}").trim_end())?;
                     }
                     shown.push((path, same));
                 }
