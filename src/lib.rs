@@ -9,7 +9,9 @@
 //! - [`chapters`]: which chapters exist.
 //! - [`starter`]: chapter 10 written out as a crate of your own.
 //! - [`steps`]: what each chapter changed since the one before, as a diff.
+//! - [`carry`]: a change made to one chapter's file, merged into the later chapters'.
 
+pub mod carry;
 pub mod chapters;
 pub mod check;
 pub mod http;

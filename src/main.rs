@@ -8,6 +8,8 @@
 //! cargo run -- check 3 --url U        the same against a server you started yourself
 //! cargo run -- bless 3                rewrite chapter 3's transcript from what it answers now,
 //!                                     and the steps (changes.diff) of chapters 3 and 4
+//! cargo run -- carry 11 jsonrpc.rs    merge the change just made to chapter 11's jsonrpc.rs
+//!                                     into every later chapter's, and rewrite their steps
 //! cargo run -- starter DIR            write the starter (chapter 10) as a new crate in DIR
 //! cargo run -- starter --full DIR     the same from the last chapter: the whole protocol
 //! ```
@@ -21,6 +23,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use mcp_workbook::carry::{self, Carry};
 use mcp_workbook::chapters::{self, Chapter};
 use mcp_workbook::check::{self, Target};
 use mcp_workbook::replay::{self, RunningServer};
@@ -29,7 +32,8 @@ use mcp_workbook::steps;
 use mcp_workbook::transcript::{self, Transcript};
 
 #[derive(Parser)]
-#[command(about = "The MCP workbook: list the chapters, check a server against a transcript, write the starter")]
+#[command(about = "The MCP workbook: list the chapters, check a server against a transcript, write the starter, \
+             carry a change forward")]
 struct Cli {
     #[command(subcommand)]
     command: Action,
@@ -56,6 +60,35 @@ enum Action {
     Bless {
         /// Chapter number or name.
         chapter: String,
+    },
+    /// Carry the change just made to chapter N's FILE into the same file of every later
+    /// chapter that has it, and rewrite the steps (`changes.diff`) it changes.
+    ///
+    /// The change is the file now against the file at --from (git's HEAD unless told).
+    /// Each later chapter takes it by a three-way merge (`git merge-file`), from the
+    /// nearest earlier chapter that took it. A chapter where the merge conflicts is left
+    /// as it is and named, with the conflicting hunk, for you to do by hand; then run the
+    /// same carry again: it keeps the chapters you changed by hand and takes their version
+    /// of the change on. When FILE is the one the chapter's exercise copies (its
+    /// piece, or `main.rs` in chapters 1 to 10), the exercise takes the change too.
+    /// From a chapter of one file, the change goes into chapter 11's `main.rs` only if
+    /// its lines are still there; otherwise the carry stops and names the file they moved
+    /// to.
+    ///
+    /// Transcripts are never touched: when the change alters what a chapter answers,
+    /// `cargo run -- bless N` re-records that chapter's transcript. Review the result with
+    /// `git diff chapters/` before committing it. Exits 1 when a file is left to do by hand.
+    Carry {
+        /// Number or name of the chapter you changed.
+        chapter: String,
+        /// The file you changed: `main.rs`, `jsonrpc.rs`, … (one of the chapter's server files).
+        file: String,
+        /// The git revision to compare the file with: what the change is made against.
+        #[arg(long, value_name = "REV", default_value = "HEAD")]
+        from: String,
+        /// Say what would change, and write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Write the starter (chapter 10) as a new crate in DIR: your own MCP server,
     /// depending on clap, serde, serde_json and tiny_http only.
@@ -91,6 +124,9 @@ fn main() -> ExitCode {
             with_chapter(&chapter).and_then(|c| check(c, &target))
         }
         Action::Bless { chapter } => with_chapter(&chapter).and_then(bless),
+        Action::Carry { chapter, file, from, dry_run } => {
+            with_chapter(&chapter).and_then(|chapter| carry_forward(chapter, &file, &from, dry_run))
+        }
         Action::Starter { dir, name, full } => {
             write_starter(&dir, name.as_deref(), if full { starter::full_chapter() } else { starter::CHAPTER })
         }
@@ -219,6 +255,24 @@ fn bless(chapter: &Chapter) -> Result<bool, String> {
         write_reporting(&path, &std::fs::read_to_string(&path).unwrap_or_default(), &diff)?;
     }
     Ok(true)
+}
+
+fn carry_forward(chapter: &Chapter, file: &str, from: &str, dry_run: bool) -> Result<bool, String> {
+    let (root, file) = (chapters::workbook_root(), carry::file_name(file));
+    let base = carry::base_at(root, from, chapter, &file)?;
+    let earlier = |later: &Chapter| carry::base_at(root, from, later, &file).ok();
+    let report = carry::carry(&Carry {
+        root,
+        chapters: chapters::CHAPTERS,
+        chapter,
+        file: file.clone(),
+        base,
+        base_label: from.to_string(),
+        earlier: &earlier,
+        write: !dry_run,
+    })?;
+    print!("{report}");
+    Ok(report.conflicts() == 0)
 }
 
 /// Write `new` to `path` and say whether it differs from `old`, what the file held.
