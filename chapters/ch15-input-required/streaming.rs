@@ -48,15 +48,15 @@ pub struct Call<'a> {
     last_progress: Option<u64>,
     /// When the call must end, whatever the tool does.
     deadline: Instant,
-    /// Who logs its messages: the server, by name.
-    logger: &'static str,
+    /// What of the server it reaches: its messages are logged in the server's name.
+    server: Server,
 }
 
 impl<'a> Call<'a> {
     fn new(outlet: &'a mut dyn Outlet, long: &LongCall, server: Server) -> Call<'a> {
         let deadline = Instant::now() + MAX_CALL_TIME;
         let (progress_token, log_level) = (long.progress_token.clone(), long.log_level);
-        Call { outlet, progress_token, log_level, last_progress: None, deadline, logger: server.info.name }
+        Call { outlet, progress_token, log_level, last_progress: None, deadline, server }
     }
 
     /// Report that `done` of `total` steps are done, and how it goes in words
@@ -80,7 +80,7 @@ impl<'a> Call<'a> {
         if self.log_level.is_none_or(|wanted| level < wanted) || self.stopped() {
             return;
         }
-        let params = json!({ "level": level, "logger": self.logger, "data": data });
+        let params = json!({ "level": level, "logger": self.server.info.name, "data": data });
         self.outlet.send(&notification("notifications/message", params));
     }
 
