@@ -159,8 +159,7 @@ fn code_only(text: &str) -> String {
                 let hashes = chars[i + 1..].iter().take_while(|c| **c == '#').count();
                 let close: String = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
                 let start = i + 2 + hashes;
-                skip_to(&mut out, start, &|j| chars[j..].iter().take(close.len()).collect::<String>() == close)
-                    + hashes
+                skip_to(&mut out, start, &|j| chars[j..].iter().take(close.len()).collect::<String>() == close) + hashes
             }
             '"' => skip_to(&mut out, i + 1, &|j| chars[j] == '"' && chars[j - 1] != '\\'),
             // A character literal (`'"'`, `'\\'`), not a lifetime (`'a`).

@@ -7,11 +7,10 @@
 //!
 //! # Layout
 //!
-//! The files form a stack, listed here from the bottom up: each file names only the
-//! files above it in this list, so a line can touch only what lies under it, and a
-//! request walks down the stack once (`router.rs` shows the way). Under them all is the
-//! HTTP base, `src/http.rs` of the workbook (`http.rs` in a copy made with
-//! `workbook starter`).
+//! The files form a stack, listed from the bottom up: each names only the files before
+//! it in this list, so a line can touch only what lies under it, and a request walks
+//! down the stack once (`router.rs`). Under them all is the HTTP base, `src/http.rs` of
+//! the workbook (`http.rs` in a copy made with `workbook starter`).
 //! - `jsonrpc.rs`: the JSON-RPC envelope: messages, errors, replies.
 //! - `framing.rs`: how a message travels: JSON or an event over HTTP, a line on stdio.
 //! - `guard.rs`: who may talk to the server: `Host`, `Origin`, the bearer token.
@@ -608,9 +607,9 @@ fn write_alt_text(_arguments: &BTreeMap<String, String>) -> PromptResult {
 
 // ===========================================================================
 // THE SERVER: its flags and `main`, which builds the catalog from YOUR TOOLS, YOUR
-// RESOURCES and YOUR PROMPTS and hands it down. The server itself is in the files the
-// map at the top lists; nothing in them needs to change to add a tool, a resource or a
-// prompt; the workbook's chapters 1 to 9, 11 and 12 explain every part.
+// RESOURCES and YOUR PROMPTS and hands it down. Nothing in the other files needs to
+// change to add a tool, a resource or a prompt; the workbook's chapters 1 to 9, 11 and
+// 12 explain every part.
 // ===========================================================================
 
 // ANCHOR: args

@@ -25,12 +25,11 @@ use jsonwebtoken::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::endpoint::{LOOPBACK_NAMES, bearer_token, host_name, refusal};
+use crate::guard::{LOOPBACK_NAMES, bearer_token, host_name};
 use crate::http::{Request, Response};
-use crate::jsonrpc::{Message, RpcError, echo, reply};
-use crate::streaming::lock;
+use crate::jsonrpc::{Message, RpcError, echo, refusal, reply};
+use crate::mcp::{ServerInfo, lock};
 use crate::subscriptions::MAX_STREAM_TIME;
-use crate::{BASIC_SCOPES, scopes_for_tool};
 
 // ANCHOR: flags
 /// The flags that turn authorization on (HTTP only).
@@ -63,6 +62,14 @@ pub struct AuthorizationFlags {
 /// The scope every request needs: to use this server at all.
 pub const READ_SCOPE: &str = "mcp:read";
 
+/// The scopes of this server, as YOUR TOOLS names them (`main` hands them down): those
+/// every user needs, which the metadata lists, and those each tool needs besides.
+#[derive(Clone, Copy)]
+pub struct Scopes {
+    pub basic: &'static [&'static str],
+    pub for_tool: fn(&str) -> &'static [&'static str],
+}
+
 // ANCHOR: authorization
 /// This server as a resource server: whose tokens it takes, and for which audience.
 pub struct Authorization {
@@ -74,6 +81,10 @@ pub struct Authorization {
     metadata_url: String,
     keys: Keys,
     clock_skew_secs: u64,
+    /// The scopes, as YOUR TOOLS names them.
+    scopes: Scopes,
+    /// Who this server is: the metadata's `resource_name`.
+    info: &'static ServerInfo,
 }
 
 /// Who is calling, and what they may do.
@@ -123,8 +134,13 @@ impl Caller {
 // ANCHOR_END: authorization
 
 impl Authorization {
-    /// From the flags: `None` when `--authorization-server` is not given.
-    pub fn from_flags(flags: &AuthorizationFlags) -> Result<Option<Authorization>, String> {
+    /// From the flags, with the scopes and the name of this server: `None` when
+    /// `--authorization-server` is not given.
+    pub fn from_flags(
+        flags: &AuthorizationFlags,
+        scopes: Scopes,
+        info: &'static ServerInfo,
+    ) -> Result<Option<Authorization>, String> {
         let (Some(issuer), Some(resource)) = (&flags.authorization_server, &flags.resource) else {
             return Ok(None);
         };
@@ -149,6 +165,8 @@ impl Authorization {
             resource: resource.clone(),
             keys: Keys::new(source),
             clock_skew_secs: flags.clock_skew_secs,
+            scopes,
+            info,
         }))
     }
 
@@ -169,9 +187,9 @@ impl Authorization {
         let document = json!({
             "resource": self.resource,
             "authorization_servers": [self.issuer],
-            "scopes_supported": BASIC_SCOPES,
+            "scopes_supported": self.scopes.basic,
             "bearer_methods_supported": ["header"],
-            "resource_name": crate::SERVER_NAME,
+            "resource_name": self.info.name,
         });
         let body = serde_json::to_vec_pretty(&document).expect("a JSON value serializes");
         Some(Response::empty(200).with_header("Content-Type", "application/json").with_body(body))
@@ -268,7 +286,7 @@ impl Authorization {
     /// `message` is `None` for a GET or a DELETE, which carry none.
     pub fn check_scopes(&self, caller: &Caller, message: Option<&Message>) -> Result<(), Response> {
         let Some(granted) = &caller.scopes else { return Ok(()) };
-        let needed = scopes_needed(message);
+        let needed = scopes_needed(message, self.scopes.for_tool);
         if needed.iter().all(|scope| granted.iter().any(|g| g == scope)) {
             return Ok(());
         }
@@ -279,14 +297,15 @@ impl Authorization {
     // ANCHOR_END: may
 }
 
-/// The scopes a message needs: `mcp:read`, and for a `tools/call`, the tool's own.
-fn scopes_needed(message: Option<&Message>) -> Vec<&'static str> {
+/// The scopes a message needs: `mcp:read`, and for a `tools/call`, the tool's own
+/// (`for_tool`, YOUR TOOLS' `scopes_for_tool`).
+fn scopes_needed(message: Option<&Message>, for_tool: fn(&str) -> &'static [&'static str]) -> Vec<&'static str> {
     let mut needed = vec![READ_SCOPE];
     if let Some(Message::Request { method, params: Some(params), .. }) = message
         && method == "tools/call"
         && let Some(tool) = params.get("name").and_then(Value::as_str)
     {
-        for scope in scopes_for_tool(tool) {
+        for scope in for_tool(tool) {
             if !needed.contains(scope) {
                 needed.push(scope);
             }

@@ -5,7 +5,8 @@
 use serde_json::{Value, json};
 
 use crate::jsonrpc::{RpcError, echo};
-use crate::{Catalog, completions};
+use crate::prompts::Prompt;
+use crate::resources::ResourceTemplate;
 
 // ANCHOR: max_completions
 /// At most this many values in one answer (`2025-11-25/server/utilities/completion.mdx`,
@@ -17,15 +18,21 @@ const MAX_COMPLETIONS: usize = 100;
 /// `completion/complete`: what the user may mean by what they typed into one argument
 /// of a prompt (`ref/prompt`, by its name) or one variable of a resource template
 /// (`ref/resource`, by its `uriTemplate`). Every mistake is invalid params, -32602
-/// (`2025-11-25/server/utilities/completion.mdx`, Error Handling).
-pub fn completion_complete(params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
+/// (`2025-11-25/server/utilities/completion.mdx`, Error Handling). The suggestions come
+/// from `completions`, YOUR COMPLETIONS' function, which `main` hands down.
+pub fn completion_complete(
+    params: Option<&Value>,
+    prompts: &[Prompt],
+    templates: &[ResourceTemplate],
+    completions: fn(&str, &str) -> Vec<String>,
+) -> Result<Value, RpcError> {
     let params = params.unwrap_or(&Value::Null);
     // The argument must say which one and what is typed; the reference must take it. A
     // taken argument with nothing to suggest is an empty list, not an error.
     let (Some(name), Some(typed)) = (params["argument"]["name"].as_str(), params["argument"]["value"].as_str()) else {
         return Err(RpcError::invalid_params("`argument` must have a `name` and a `value`, both strings"));
     };
-    let (kind, takes) = arguments_of(&params["ref"], catalog)?;
+    let (kind, takes) = arguments_of(&params["ref"], prompts, templates)?;
     if !takes.contains(&name) {
         let takes = if takes.is_empty() { "none".to_string() } else { takes.join(", ") };
         return Err(RpcError::invalid_params(&format!(
@@ -45,13 +52,16 @@ pub fn completion_complete(params: Option<&Value>, catalog: &Catalog) -> Result<
 
 /// What a completion's `ref` names, and the names of its arguments: a prompt and its
 /// `arguments`, or a resource template and its variables.
-fn arguments_of<'a>(reference: &Value, catalog: &'a Catalog) -> Result<(&'static str, Vec<&'a str>), RpcError> {
+fn arguments_of<'a>(
+    reference: &Value,
+    prompts: &'a [Prompt],
+    templates: &'a [ResourceTemplate],
+) -> Result<(&'static str, Vec<&'a str>), RpcError> {
     // The `type` says which member names the thing; a template is named by its exact
     // `uriTemplate` (a resource's URI has no variables to complete).
     match (reference["type"].as_str(), reference["name"].as_str(), reference["uri"].as_str()) {
         (Some("ref/prompt"), Some(name), _) => {
-            let prompt = catalog
-                .prompts
+            let prompt = prompts
                 .iter()
                 .find(|prompt| prompt.definition["name"] == name)
                 .ok_or_else(|| RpcError::invalid_params(&format!("unknown prompt \"{}\"", echo(name))))?;
@@ -59,8 +69,7 @@ fn arguments_of<'a>(reference: &Value, catalog: &'a Catalog) -> Result<(&'static
             Ok(("prompt", arguments.filter_map(|argument| argument["name"].as_str()).collect()))
         }
         (Some("ref/resource"), _, Some(uri)) => {
-            let template = catalog
-                .resource_templates
+            let template = templates
                 .iter()
                 .find(|template| template.definition["uriTemplate"] == uri)
                 .ok_or_else(|| RpcError::invalid_params(&format!("no resource template \"{}\"", echo(uri))))?;

@@ -37,12 +37,11 @@ use jsonwebtoken::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::endpoint::{LOOPBACK_NAMES, bearer_token, host_name, refusal};
+use crate::guard::{LOOPBACK_NAMES, bearer_token, host_name};
 use crate::http::{Request, Response};
-use crate::jsonrpc::{Message, RpcError, echo, reply};
-use crate::streaming::lock;
+use crate::jsonrpc::{Message, RpcError, echo, refusal, reply};
+use crate::mcp::{ServerInfo, lock};
 use crate::subscriptions::MAX_STREAM_TIME;
-use crate::{BASIC_SCOPES, scopes_for_tool};
 
 // ANCHOR: flags
 /// The flags that turn authorization on (HTTP only).
@@ -75,6 +74,14 @@ pub struct AuthorizationFlags {
 /// The scope every request needs: to use this server at all.
 pub const READ_SCOPE: &str = "mcp:read";
 
+/// The scopes of this server, as YOUR TOOLS names them (`main` hands them down): those
+/// every user needs, which the metadata lists, and those each tool needs besides.
+#[derive(Clone, Copy)]
+pub struct Scopes {
+    pub basic: &'static [&'static str],
+    pub for_tool: fn(&str) -> &'static [&'static str],
+}
+
 // ANCHOR: authorization
 /// This server as a resource server: whose tokens it takes, and for which audience.
 pub struct Authorization {
@@ -86,6 +93,10 @@ pub struct Authorization {
     metadata_url: String,
     keys: Keys,
     clock_skew_secs: u64,
+    /// The scopes, as YOUR TOOLS names them.
+    scopes: Scopes,
+    /// Who this server is: the metadata's `resource_name`.
+    info: &'static ServerInfo,
 }
 
 /// Who is calling, and what they may do.
@@ -135,8 +146,13 @@ impl Caller {
 // ANCHOR_END: authorization
 
 impl Authorization {
-    /// From the flags: `None` when `--authorization-server` is not given.
-    pub fn from_flags(flags: &AuthorizationFlags) -> Result<Option<Authorization>, String> {
+    /// From the flags, with the scopes and the name of this server: `None` when
+    /// `--authorization-server` is not given.
+    pub fn from_flags(
+        flags: &AuthorizationFlags,
+        scopes: Scopes,
+        info: &'static ServerInfo,
+    ) -> Result<Option<Authorization>, String> {
         let (Some(issuer), Some(resource)) = (&flags.authorization_server, &flags.resource) else {
             return Ok(None);
         };
@@ -161,6 +177,8 @@ impl Authorization {
             resource: resource.clone(),
             keys: Keys::new(source),
             clock_skew_secs: flags.clock_skew_secs,
+            scopes,
+            info,
         }))
     }
 
@@ -181,9 +199,9 @@ impl Authorization {
         let document = json!({
             "resource": self.resource,
             "authorization_servers": [self.issuer],
-            "scopes_supported": BASIC_SCOPES,
+            "scopes_supported": self.scopes.basic,
             "bearer_methods_supported": ["header"],
-            "resource_name": crate::SERVER_NAME,
+            "resource_name": self.info.name,
         });
         let body = serde_json::to_vec_pretty(&document).expect("a JSON value serializes");
         Some(Response::empty(200).with_header("Content-Type", "application/json").with_body(body))
@@ -270,11 +288,12 @@ impl Authorization {
     // ANCHOR_END: may
 }
 
-/// The scopes a message needs: `mcp:read`, and for a `tools/call`, the tool's own.
-fn scopes_needed(message: Option<&Message>) -> Vec<&'static str> {
-    // TODO: decision 3: the scopes this message needs (YOUR TOOLS says what each tool needs,
-    // in `scopes_for_tool`). Proven by "A token that may read calls a tool that reads" and "A token that grants
-    // none of this server's scopes".
+/// The scopes a message needs: `mcp:read`, and for a `tools/call`, the tool's own
+/// (`for_tool`, YOUR TOOLS' `scopes_for_tool`).
+fn scopes_needed(message: Option<&Message>, for_tool: fn(&str) -> &'static [&'static str]) -> Vec<&'static str> {
+    // TODO: decision 3: the scopes this message needs (YOUR TOOLS says what each tool needs, in
+    // `scopes_for_tool`, handed down as `for_tool`). Proven by "A token that may read calls a tool that
+    // reads" and "A token that grants none of this server's scopes".
     todo!("which scopes?")
     // END TODO
 }

@@ -11,16 +11,21 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
-use crate::endpoint::same_secret;
+use crate::guard::same_secret;
 use crate::jsonrpc::RpcError;
-use crate::mcp::{arguments_refused, tool_arguments};
+use crate::mcp::{ToolResult, lock};
 use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
-use crate::streaming::lock;
-use crate::{Tool, approval_question, payroll_if_approved};
 
 // ANCHOR: input_required
-/// The tool that asks: it runs the payroll only when the user says yes.
-pub const APPROVE_PAYROLL: &str = "approve_payroll";
+/// A tool that asks the user before it acts, as YOUR TOOLS says it (`main` hands it
+/// down): its name, its question, and what the answer decides. Both eras ask the same
+/// question: here with `input_required`, in the handshake era mid-call (chapter 16).
+pub struct AskingTool {
+    pub name: &'static str,
+    pub question: fn() -> Value,
+    pub decide: fn(&Value) -> ToolResult,
+}
+
 /// The key of its one question in `inputRequests` and `inputResponses`.
 const APPROVAL_KEY: &str = "approval";
 /// The longest `requestState` read; a longer one is refused before it is looked at.
@@ -39,21 +44,12 @@ const MAX_USED_STATES: usize = 10_000;
 /// 2026-07-28's code for "this request needs a client capability you did not declare".
 pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 
-/// Does this modern `tools/call` go through the asking path?
-pub fn asks_client(params: Option<&Value>) -> bool {
-    params.and_then(|p| p.get("name")).and_then(Value::as_str) == Some(APPROVE_PAYROLL)
-}
-
-/// `tools/call` of a tool that asks: the first call, or a retry with the answers.
-pub fn call_asking(params: Option<&Value>, tools: &[Tool], subject: Option<&str>) -> Result<Value, RpcError> {
-    let params = params.expect("asks_client saw a name");
-    // Its arguments are checked first, as every call's are ("Validate all tool inputs",
-    // `2026-07-28/server/tools.mdx`, Security Considerations): not an object is -32602,
-    // what its schema does not take a failed result. No question for a call that cannot run.
-    let tool = tools.iter().find(|tool| tool.definition["name"] == APPROVE_PAYROLL).expect("the porch offers it");
-    if let Some(refused) = arguments_refused(tool, &tool_arguments(Some(params))?) {
-        return Ok(serde_json::to_value(refused).expect("a tool result always serializes"));
-    }
+/// `tools/call` of the tool that asks: the first call, or a retry with the answers. Its
+/// arguments were checked first (tools.rs), as every call's are ("Validate all tool
+/// inputs", `2026-07-28/server/tools.mdx`, Security Considerations): no question is
+/// asked for a call that cannot run.
+pub fn call_asking(params: Option<&Value>, asking: &AskingTool, subject: Option<&str>) -> Result<Value, RpcError> {
+    let params = params.expect("the tool was found by the name they hold");
     // The question is a form: ask only a client that takes forms, one that declared
     // `elicitation` empty (forms, for backwards compatibility) or with `form`
     // (`2026-07-28/client/elicitation.mdx`, Capabilities). Any other gets -32021, whose
@@ -67,13 +63,14 @@ pub fn call_asking(params: Option<&Value>, tools: &[Tool], subject: Option<&str>
         return Err(RpcError {
             code: MISSING_CLIENT_CAPABILITY,
             message: format!(
-                "{APPROVE_PAYROLL} asks the user for approval in a form: the client must declare the elicitation capability, with form mode"
+                "{} asks the user for approval in a form: the client must declare the elicitation capability, with form mode",
+                asking.name
             ),
             data: Some(json!({ "requiredCapabilities": { "elicitation": { "form": {} } } })),
         });
     }
     // The call a state is issued for, and the only one it comes back on.
-    let call = originating_call(subject, APPROVE_PAYROLL, params.get("arguments"));
+    let call = originating_call(subject, asking.name, params.get("arguments"));
     // The state comes back from the client: bounded, verified, unexpired, unused, or refused.
     if let Some(state) = params.get("requestState") {
         let state = state.as_str().ok_or_else(|| RpcError::invalid_params("`requestState` must be a string"))?;
@@ -82,14 +79,14 @@ pub fn call_asking(params: Option<&Value>, tools: &[Tool], subject: Option<&str>
         lock(&USED_STATES).use_once(id, expires, now_secs()).map_err(state_refused)?;
         let answer = params.get("inputResponses").and_then(|responses| responses.get(APPROVAL_KEY));
         if let Some(answer) = answer {
-            let result = payroll_if_approved(answer);
-            return Ok(serde_json::to_value(result).expect("a tool result always serializes"));
+            let result = (asking.decide)(answer);
+            return Ok(result.into_json());
         }
         // A valid state but no answer to our question: ask again, with a fresh state.
     }
     Ok(json!({
         "resultType": "input_required",
-        "inputRequests": { APPROVAL_KEY: { "method": "elicitation/create", "params": approval_question() } },
+        "inputRequests": { APPROVAL_KEY: { "method": "elicitation/create", "params": (asking.question)() } },
         "requestState": sign_state(&call, now_secs() + STATE_TTL_SECS),
     }))
 }

@@ -1,14 +1,13 @@
-//! The JSON-RPC layer: the envelope every message travels in. A body is one message, a
-//! request (it has an `id`), a notification (no `id`) or a response; a failure is an
-//! `RpcError` with its code; `reply` wraps an outcome in the envelope, with the
-//! request's own id.
+//! The JSON-RPC layer: the envelope every message travels in, at the bottom of the
+//! stack. A body is one message, a request (it has an `id`), a notification (no `id`)
+//! or a response; a failure is an `RpcError` with its code; `reply` wraps an outcome in
+//! the envelope, with the request's own id. It names no other file of the server: only
+//! the HTTP base's `Response`, which carries an answer with its status.
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::http::Response;
-use crate::mcp::{MODERN_VERSIONS, SUPPORTED_VERSIONS};
-use crate::modern::all_versions;
 
 // ANCHOR: message
 /// The three kinds of message a client can POST.
@@ -72,12 +71,9 @@ impl RpcError {
         RpcError { code: -32020, message: format!("Header mismatch: {detail}"), data: None }
     }
 
-    pub fn unsupported_version(requested: &str) -> RpcError {
-        // `supported` is what a retry may name, so it never names the revision refused.
-        // A handshake revision is spoken only after `initialize`: a client that sent
-        // one in the stateless envelope is offered the stateless revisions, the only
-        // ones that envelope can carry; any other revision, the whole list.
-        let supported = if SUPPORTED_VERSIONS.contains(&requested) { MODERN_VERSIONS.to_vec() } else { all_versions() };
+    /// A revision this server does not speak, with the ones a retry may name instead
+    /// (`modern.rs` says which).
+    pub fn unsupported_version(requested: &str, supported: &[&str]) -> RpcError {
         let data = json!({ "supported": supported, "requested": echo(requested) });
         RpcError { code: -32022, message: "Unsupported protocol version".into(), data: Some(data) }
     }
@@ -231,5 +227,17 @@ pub fn reply(status: u16, id: Value, outcome: Result<Value, RpcError>) -> Respon
     };
     let body = serde_json::to_string(&RpcResponse { jsonrpc: "2.0", id: Some(id), outcome }).expect("serializable");
     Response::json(status, body)
+}
+
+/// A notification: a method and its params, and no `id`.
+pub fn notification(method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "method": method, "params": params })
+}
+
+/// A refusal before the body was read: a JSON-RPC error with `"id": null`, so that a
+/// client shows the reason, with the HTTP status that says what kind of refusal.
+pub fn refusal(status: u16, message: &str) -> Response {
+    let error = RpcError { code: -32600, message: message.to_string(), data: None };
+    reply(status, Value::Null, Err(error))
 }
 // ANCHOR_END: reply

@@ -16,20 +16,29 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::Catalog;
-use crate::endpoint::{Format, allows_event_stream, event};
+use crate::framing::{Format, allows_event_stream, event, write_line};
 use crate::http::Response;
-use crate::jsonrpc::{RpcError, reply};
+use crate::jsonrpc::{RpcError, notification, reply};
+use crate::mcp::{ServerInfo, lock};
 use crate::modern::complete;
-use crate::resources::find_resource;
-use crate::stdio::write_line;
-use crate::streaming::{lock, notification};
+use crate::resources::{Resource, ResourceTemplate, find_resource};
 use crate::subscriptions::{STREAM_BACKLOG, relay};
 
 // ANCHOR: listeners
 /// The `_meta` key every message of a subscription carries: the id of the
 /// `subscriptions/listen` request that opened it.
 pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// What a subscription reaches of the server, handed down from the catalog: the
+/// subscriptions open, the resources it may name, and who the server is (the result
+/// that ends a subscription says so).
+#[derive(Clone, Copy)]
+pub struct Listening {
+    pub listeners: &'static Listeners,
+    pub resources: &'static [Resource],
+    pub templates: &'static [ResourceTemplate],
+    pub info: &'static ServerInfo,
+}
 
 /// The subscriptions open now: at most `max` over HTTP (`--max-streams`).
 pub struct Listeners {
@@ -66,7 +75,8 @@ impl Listeners {
     }
 
     /// `uri` has changed: `notifications/resources/updated`, tagged with its id, to every
-    /// subscription that asked for it. As on the session's stream: nobody waits for a
+    /// subscription that asked for it (a tool's `Call::resource_updated`, streaming.rs,
+    /// calls it). As on the session's stream: nobody waits for a
     /// slow client, and a full backlog misses the notice.
     pub fn resource_updated(&self, uri: &str) {
         let mut to_stdout = Vec::new();
@@ -97,10 +107,10 @@ impl Listeners {
 
     /// Over stdio, the host closed stdin: each subscription still open ends on the
     /// server's side, with its result.
-    pub fn close_on_stdout(&self) {
+    pub fn close_on_stdout(&self, info: &ServerInfo) {
         let mut open = lock(&self.open);
         for listener in open.iter().filter(|listener| matches!(listener.outlet, ListenOutlet::Stdout)) {
-            let _ = write_line(&closed(&listener.id));
+            let _ = write_line(&closed(&listener.id, info));
         }
         open.retain(|listener| !matches!(listener.outlet, ListenOutlet::Stdout));
     }
@@ -121,7 +131,7 @@ impl Listeners {
 /// nothing will ever change there. A filter that is not what the schema says (not an
 /// object, a flag that is not a boolean, URIs that are not a list of strings, more of
 /// them than `max_uris`) is invalid params.
-fn honoured(params: Option<&Value>, catalog: &Catalog) -> Result<Vec<String>, RpcError> {
+fn honoured(params: Option<&Value>, listening: Listening) -> Result<Vec<String>, RpcError> {
     let Some(filter) = params.and_then(|p| p.get("notifications")).and_then(Value::as_object) else {
         return Err(RpcError::invalid_params("`notifications` must be an object: the notifications to listen for"));
     };
@@ -139,11 +149,12 @@ fn honoured(params: Option<&Value>, catalog: &Catalog) -> Result<Vec<String>, Rp
             return Err(RpcError::invalid_params("`notifications.resourceSubscriptions` must be a list of URIs"));
         }
     };
-    let max = catalog.listeners.max_uris;
+    let max = listening.listeners.max_uris;
     if uris.len() > max {
         return Err(RpcError::invalid_params(&format!("a subscription may name at most {max} resources")));
     }
-    let known: BTreeSet<&str> = uris.into_iter().filter(|uri| find_resource(uri, catalog).is_some()).collect();
+    let exists = |uri: &&str| find_resource(uri, listening.resources, listening.templates).is_some();
+    let known: BTreeSet<&str> = uris.into_iter().filter(exists).collect();
     Ok(known.into_iter().map(str::to_string).collect())
 }
 
@@ -164,8 +175,8 @@ fn tagged(method: &str, mut params: Value, id: &Value) -> Value {
 
 /// The answer that ends subscription `id` on the server's side ("Graceful Closure"): a
 /// complete result, tagged like every message of the stream.
-fn closed(id: &Value) -> Vec<u8> {
-    let mut result = complete("subscriptions/listen", json!({}));
+fn closed(id: &Value, info: &ServerInfo) -> Vec<u8> {
+    let mut result = complete(json!({}), info, None);
     result["_meta"][SUBSCRIPTION_ID_KEY] = id.clone();
     reply(200, id.clone(), Ok(result)).body
 }
@@ -183,18 +194,18 @@ pub fn listen_over_http(
     params: Option<&Value>,
     accept: Option<&str>,
     format: Format,
-    catalog: &'static Catalog,
+    listening: Listening,
     lasts: Duration,
 ) -> Response {
     if !allows_event_stream(accept) {
         let error = RpcError::invalid_request("`Accept` must allow text/event-stream: a subscription's answer is one");
         return reply(406, id, Err(error));
     }
-    let uris = match honoured(params, catalog) {
+    let uris = match honoured(params, listening) {
         Ok(uris) => uris,
         Err(error) => return format.wrap(reply(200, id, Err(error))),
     };
-    let listeners = &catalog.listeners;
+    let listeners = listening.listeners;
     let (sender, messages) = mpsc::sync_channel(STREAM_BACKLOG);
     let number = {
         let mut open = lock(&listeners.open);
@@ -223,7 +234,7 @@ pub fn listen_over_http(
         // Its sender is in the list while the subscription is open: `Disconnected` never
         // comes, and the stream ends by time or by the client.
         if acknowledged && (uris.is_empty() || relay(writer, &messages, lasts).time_up()) {
-            let _ = writer.send(&event(&closed(&id)));
+            let _ = writer.send(&event(&closed(&id, listening.info)));
         }
         listeners.remove(number);
     })
@@ -236,12 +247,12 @@ pub fn listen_over_http(
 /// now, and each notice a line when it happens, among the other lines of the process;
 /// the client tells them apart by `subscriptionId`. So two open subscriptions may not
 /// share an id (-32600). `None`: no more to write now.
-pub fn listen_on_stdio(id: Value, params: Option<&Value>, catalog: &'static Catalog) -> Option<Vec<u8>> {
-    let uris = match honoured(params, catalog) {
+pub fn listen_on_stdio(id: Value, params: Option<&Value>, listening: Listening) -> Option<Vec<u8>> {
+    let uris = match honoured(params, listening) {
         Ok(uris) => uris,
         Err(error) => return Some(reply(200, id, Err(error)).body),
     };
-    let listeners = &catalog.listeners;
+    let listeners = listening.listeners;
     let mut open = lock(&listeners.open);
     if open.iter().any(|listener| listener.id == id) {
         let error = RpcError::invalid_request("a subscription with this id is open already: its messages would mix");
@@ -251,7 +262,7 @@ pub fn listen_on_stdio(id: Value, params: Option<&Value>, catalog: &'static Cata
     // read the list, comes after its acknowledgment.
     let _ = write_line(acknowledgment(&id, &uris).to_string().as_bytes());
     if uris.is_empty() {
-        return Some(closed(&id));
+        return Some(closed(&id, listening.info));
     }
     let number = listeners.opened.fetch_add(1, Ordering::SeqCst);
     open.push(Listener { number, id, uris: uris.into_iter().collect(), outlet: ListenOutlet::Stdout });

@@ -10,27 +10,31 @@
 //!
 //! # Layout
 //!
-//! Read the server in this order (each file's first lines say more):
-//! - `main.rs`, this file: YOUR TOOLS, RESOURCES, PROMPTS and COMPLETIONS: what the
-//!   server offers, and yours; the flags and `main`.
-//! - `endpoint.rs`: the HTTP layer: the guard, the headers, the body; GET and DELETE.
-//! - `stdio.rs`: the same server over stdin and stdout, a message a line.
-//! - `rate_limit.rs`: how many tool calls a caller may make in a minute.
-//! - `jsonrpc.rs`: the JSON-RPC layer: the envelope, errors, replies.
-//! - `mcp.rs`: the MCP layer: `initialize`, `tools/list`, `tools/call`, and on.
+//! The files form a stack, listed from the bottom up: each names only the files before
+//! it in this list, so a line can touch only what lies under it, and a request walks
+//! down the stack once (`router.rs`). Under them all is the HTTP base, `src/http.rs` of
+//! the workbook (`http.rs` in a copy made with `workbook starter`).
+//! - `jsonrpc.rs`: the JSON-RPC envelope: messages, errors, replies.
+//! - `framing.rs`: how a message travels: JSON or an event over HTTP, a line on stdio.
+//! - `guard.rs`: who may talk to the server: `Host`, `Origin`, the bearer token.
+//! - `mcp.rs`: the MCP core: the revisions, `initialize`, a tool's result.
 //! - `modern.rs`: what 2026-07-28 changes: its envelope, `server/discover`, hints.
+//! - `rate_limit.rs`: how many tool calls a caller may make in a minute.
 //! - `resources.rs` (chapter 11): `resources/list`, `resources/read`.
 //! - `prompts.rs` (chapter 12): `prompts/list`, `prompts/get`.
 //! - `completion.rs` (chapter 13): `completion/complete`.
-//! - `streaming.rs` (chapter 14): long calls: progress, logs, cancellation.
 //! - `input_required.rs` (chapter 15): asking in 2026-07-28, `requestState`.
-//! - `sessions.rs` (chapter 16): sessions; asking mid-call in the handshake era.
+//! - `sessions.rs` (chapter 16): sessions; who may be asked mid-call, and whose answer.
 //! - `subscriptions.rs` (chapter 17): subscriptions, told on the session's stream.
 //! - `listen.rs` (chapter 17): 2026-07-28's `subscriptions/listen`, told the same.
+//! - `streaming.rs` (chapter 14): long calls: progress, logs, cancellation; asking mid-call.
 //! - `authorization.rs` (this chapter): access tokens, scopes, and who is calling.
-//!
-//! Under them all is the HTTP base, `src/http.rs` of the workbook (`http.rs` in a copy
-//! made with `workbook starter`).
+//! - `tools.rs`: `tools/list`, and `tools/call`: find the tool, check, run.
+//! - `router.rs`: the one way every message takes, and the methods of each era.
+//! - `endpoint.rs`: the HTTP transport: `/mcp`, its headers, its body.
+//! - `stdio.rs`: the same server over stdin and stdout, a message a line.
+//! - `main.rs`, this file: YOUR TOOLS, RESOURCES, PROMPTS and COMPLETIONS: what the
+//!   server offers, and yours; the flags and `main`.
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
@@ -46,41 +50,48 @@ use mcp_workbook::http;
 
 use http::Config;
 
-mod endpoint;
-mod stdio;
-mod rate_limit;
 mod jsonrpc;
+mod framing;
+mod guard;
 mod mcp;
 mod modern;
+mod rate_limit;
 mod resources;
 mod prompts;
 mod completion;
-mod streaming;
 mod input_required;
 mod sessions;
 mod subscriptions;
 mod listen;
+mod streaming;
 mod authorization;
+mod tools;
+mod router;
+mod endpoint;
+mod stdio;
 
-use authorization::{Authorization, READ_SCOPE};
-use endpoint::{Guard, handle};
-use input_required::{APPROVE_PAYROLL, parse_state_key, random_key};
+use authorization::{Authorization, READ_SCOPE, Scopes};
+use endpoint::handle;
+use guard::{Guard, TOKEN_VARIABLE};
+use input_required::AskingTool;
 use jsonrpc::echo;
 use listen::Listeners;
-use mcp::{Content, ToolResult};
-use prompts::{PromptMessage, quote_as_theirs};
+use mcp::{Content, Level, ServerInfo, ToolResult, lock};
+use prompts::{Prompt, PromptMessage, PromptResult, quote_as_theirs};
 use rate_limit::{DEFAULT_MAX_CALLS_PER_MINUTE, RateLimit};
-use resources::{ResourceContents, base64};
-use sessions::Sessions;
+use resources::{Resource, ResourceContents, ResourceTemplate, base64};
+use router::Catalog;
 use stdio::serve_stdio;
-use streaming::{Call, Calls, Level, lock};
+use streaming::{Call, Calls};
 use subscriptions::MAX_SUBSCRIPTIONS;
+use tools::{Run, Tool};
 
 // ===========================================================================
 // YOUR TOOLS: who this server is, and what it offers. Add yours here.
 //
-// A tool's function gets its arguments, already checked against its `inputSchema`,
-// and returns a `ToolResult` (defined in mcp.rs):
+// A tool (`Tool`, defined in tools.rs) is its definition, as `tools/list` shows it, and
+// the function `tools/call` runs. That function gets its arguments, already checked
+// against the tool's `inputSchema`, and returns a `ToolResult` (defined in mcp.rs):
 // - `ToolResult::text(..)`: a text for the model to read;
 // - `ToolResult::structured(&value)`: a value for programs too, with an `outputSchema`;
 // - `ToolResult::error(..)`: the call failed; say why, so the model can correct itself.
@@ -92,21 +103,6 @@ const SERVER_NAME: &str = "pingme";
 const SERVER_VERSION: &str = "1.0.0";
 
 // ANCHOR: tools
-/// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
-struct Tool {
-    definition: Value,
-    run: Run,
-}
-
-/// How a tool runs.
-enum Run {
-    /// At once: it has nothing to say before its result.
-    Quick(fn(&Map<String, Value>) -> ToolResult),
-    /// In steps that take time: its `Call` reports progress and log messages on the
-    /// way, and says when to stop (the client cancelled, or time ran out).
-    Steps(fn(&Map<String, Value>, &mut Call) -> ToolResult),
-}
-
 /// Every tool this server offers. The host hands the definitions to the model, and
 /// they are all the model knows of a tool: it calls a tool when the `description`
 /// matches what the user asked, and fills in the arguments from `inputSchema`,
@@ -513,6 +509,11 @@ fn week_pay(timesheet: &Timesheet) -> (f64, f64, f64) {
 // ANCHOR_END: run_payroll
 
 // ANCHOR: approve_payroll
+/// The tool that asks: it runs the payroll only when the user says yes. `main` hands
+/// it down with its question and what the answer decides (`AskingTool`), for
+/// 2026-07-28's `input_required` to ask the same.
+const APPROVE_PAYROLL: &str = "approve_payroll";
+
 /// `approve_payroll` in the handshake era: it asks the user on the call's own stream
 /// and waits for the answer (sessions.rs). In 2026-07-28 the same question goes out as
 /// `input_required` (input_required.rs), and the answer comes back with the retry.
@@ -571,7 +572,8 @@ fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
 // (defined in resources.rs):
 // - `ResourceContents::Text(..)`: text, such as Markdown or JSON;
 // - `ResourceContents::Blob(..)`: bytes, such as an image; they travel as base64.
-// A resource has one URI and is listed by `resources/list`; a template stands for many
+// A resource (`Resource`, defined in resources.rs) has one URI and is listed by
+// `resources/list`; a template (`ResourceTemplate`) stands for many
 // (`orders://{orderId}`), is listed by `resources/templates/list`, and its function
 // gets the values of the URI's variables and returns `None` for a URI that names nothing.
 // What a resource holds may change while the server runs (`payroll://last-run`): the
@@ -581,12 +583,6 @@ fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
 // ===========================================================================
 
 // ANCHOR: resources
-/// A resource: its entry in `resources/list`, and the function `resources/read` runs.
-struct Resource {
-    definition: Value,
-    read: fn() -> ResourceContents,
-}
-
 /// Every resource with a URI of its own. The `mimeType` of each is also what its
 /// contents are said to be when read.
 fn resources() -> Vec<Resource> {
@@ -683,13 +679,6 @@ fn last_run() -> ResourceContents {
 }
 // ANCHOR_END: last_run
 
-/// A resource template: its entry in `resources/templates/list`, and the function
-/// `resources/read` runs for a URI that matches it, with the values of its variables.
-struct ResourceTemplate {
-    definition: Value,
-    read: fn(&BTreeMap<String, String>) -> Option<ResourceContents>,
-}
-
 /// Every template. Its `uriTemplate` is an RFC 6570 template; this server reads the
 /// simple `{name}` form, each variable standing for one segment of the URI.
 fn resource_templates() -> Vec<ResourceTemplate> {
@@ -716,12 +705,13 @@ fn order(variables: &BTreeMap<String, String>) -> Option<ResourceContents> {
 // ===========================================================================
 // YOUR PROMPTS: conversations a user can start from the host's menu. Add yours here.
 //
-// A prompt is a template of messages. The user picks it (often as a slash command),
-// fills in its arguments, and the host puts the messages it returns into the
-// conversation, as if the user had written them. Each argument is a string; the server
-// checks them against the prompt's `arguments` before its function runs, so a function
-// gets every required argument and no other (an empty value counts as not given). It
-// returns the messages, each `PromptMessage::user(..)` holding one content block:
+// A prompt (`Prompt`, defined in prompts.rs) is a template of messages. The user picks
+// it (often as a slash command), fills in its arguments, and the host puts the messages
+// it returns into the conversation, as if the user had written them. Each argument is a
+// string; the server checks them against the prompt's `arguments` before its function
+// runs, so a function gets every required argument and no other (an empty value counts
+// as not given). It returns the messages, each `PromptMessage::user(..)` holding one
+// content block:
 // - `Content::Text { .. }`: words;
 // - `Content::Image { .. }`: an image, in base64;
 // - `Content::Resource { .. }`: a resource, embedded whole (`ResourceContents::entry`).
@@ -731,15 +721,6 @@ fn order(variables: &BTreeMap<String, String>) -> Option<ResourceContents> {
 // ===========================================================================
 
 // ANCHOR: prompts
-/// A prompt: its entry in `prompts/list`, and the function `prompts/get` runs.
-struct Prompt {
-    definition: Value,
-    get: fn(&BTreeMap<String, String>) -> PromptResult,
-}
-
-/// What a prompt's function returns: its messages, or why it refuses the arguments.
-type PromptResult = Result<Vec<PromptMessage>, String>;
-
 /// Every prompt. A host shows the `title` in its menu and asks the user for each
 /// argument, by its `title` and `description`.
 fn prompts() -> Vec<Prompt> {
@@ -894,9 +875,10 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 // ANCHOR_END: completions
 
 // ===========================================================================
-// THE SERVER: its flags and `main`. The server itself is in the files the map at the
-// top lists; nothing in them needs to change to add a tool, a resource, a prompt or a
-// completion; the workbook's chapters 1 to 9 and 11 to 18 explain every part.
+// THE SERVER: its flags and `main`, which builds the catalog from YOUR TOOLS, YOUR
+// RESOURCES, YOUR PROMPTS and YOUR COMPLETIONS and hands it down. Nothing in the other
+// files needs to change to add a tool, a resource, a prompt or a completion; the
+// workbook's chapters 1 to 9 and 11 to 18 explain every part.
 // ===========================================================================
 
 // ANCHOR: args
@@ -974,24 +956,6 @@ struct Args {
     stdio: bool,
 }
 
-/// The environment variable that holds the bearer token when `--token` is not given.
-const TOKEN_VARIABLE: &str = "MCP_WORKBOOK_TOKEN";
-
-// ANCHOR: catalog
-/// Everything this server offers, from YOUR TOOLS, YOUR RESOURCES and YOUR PROMPTS:
-/// what the methods list, run, read, get and complete; the long calls running now; and
-/// the sessions open, with their subscriptions and streams.
-struct Catalog {
-    tools: Vec<Tool>,
-    resources: Vec<Resource>,
-    resource_templates: Vec<ResourceTemplate>,
-    prompts: Vec<Prompt>,
-    calls: Calls,
-    sessions: Sessions,
-    listeners: Listeners,
-}
-// ANCHOR_END: catalog
-
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
     input_required::configure(&args.state);
@@ -1006,10 +970,13 @@ fn main() -> std::io::Result<()> {
     // lives as long as the process (`leak`): a long call goes on after its request's
     // handler has returned, and reads the catalog from another thread.
     let catalog: &'static Catalog = Box::leak(Box::new(Catalog {
+        info: ServerInfo { name: SERVER_NAME, version: SERVER_VERSION },
         tools: tools(args.demo_faults),
         resources: resources(),
         resource_templates: resource_templates(),
         prompts: prompts(),
+        completions,
+        asking: AskingTool { name: APPROVE_PAYROLL, question: approval_question, decide: payroll_if_approved },
         calls: Calls::new(args.max_running_calls),
         sessions: args.sessions.sessions(args.stdio, args.max_streams, args.max_subscriptions),
         listeners: Listeners::new(args.max_streams, args.max_subscriptions),
@@ -1018,7 +985,9 @@ fn main() -> std::io::Result<()> {
     if args.stdio {
         return serve_stdio(catalog, &rate_limit);
     }
-    let authorization = Authorization::from_flags(&args.authorization).map_err(std::io::Error::other)?;
+    let scopes = Scopes { basic: BASIC_SCOPES, for_tool: scopes_for_tool };
+    let authorization =
+        Authorization::from_flags(&args.authorization, scopes, &catalog.info).map_err(std::io::Error::other)?;
     // With an authorization server, chapter 7's shared token is not asked for as well.
     let token = args.token.or_else(|| std::env::var(TOKEN_VARIABLE).ok()).filter(|token| !token.is_empty());
     let token = token.filter(|_| authorization.is_none());

@@ -1,18 +1,14 @@
 //! The 2026-07-28 revision: a request that carries its revision in `_meta` is served by
-//! that revision's rules. Its envelope is checked first (`_meta`, and the
-//! `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers); `server/discover` says
-//! what the server is; the methods of mcp.rs answer the rest; every result says
-//! `resultType`, and lists and reads carry caching hints.
+//! that revision's rules. Which era a request belongs to; its envelope, checked before
+//! its method runs (`_meta`, and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`
+//! headers); `server/discover`, which says what the server is; and the marks every
+//! result carries: `resultType`, who answered, and caching hints.
 
 use serde_json::{Map, Value, json};
 
-use crate::authorization::Caller;
-use crate::http::{Request, Response};
-use crate::input_required::{MISSING_CLIENT_CAPABILITY, asks_client, call_asking};
-use crate::jsonrpc::{RpcError, echo, reply};
-use crate::mcp::{MODERN_VERSIONS, SUPPORTED_VERSIONS, dispatch};
-use crate::streaming::Level;
-use crate::{Catalog, SERVER_NAME, SERVER_VERSION, resources};
+use crate::http::Request;
+use crate::jsonrpc::{RpcError, echo};
+use crate::mcp::{Level, MODERN_VERSIONS, SUPPORTED_VERSIONS, ServerInfo, all_versions};
 
 // ANCHOR: modern
 /// The `_meta` keys every 2026-07-28 request carries (`2026-07-28/basic/index.mdx`).
@@ -38,29 +34,6 @@ pub fn is_modern(request: Option<&Request>, method: &str, params: Option<&Value>
 /// `params._meta`, when there is one.
 pub fn request_meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
     params?.get("_meta")?.as_object()
-}
-
-/// A modern request: check the envelope, run the method, and mark the result.
-pub fn answer_modern(
-    request: Option<&Request>,
-    id: Value,
-    method: &str,
-    params: Option<&Value>,
-    catalog: &Catalog,
-    caller: &Caller,
-) -> Response {
-    if let Err(error) = check_envelope(request, method, params) {
-        return reply(400, id, Err(error));
-    }
-    match dispatch_modern(method, params, catalog, caller) {
-        Ok(result) => reply(200, id, Ok(complete(method, result))),
-        // This revision gives two errors an HTTP status of their own: "no such
-        // method" is 404, and a missing client capability MUST be 400 (schema.ts,
-        // `MissingRequiredClientCapabilityError`).
-        Err(error) if error.code == -32601 => reply(404, id, Err(error)),
-        Err(error) if error.code == MISSING_CLIENT_CAPABILITY => reply(400, id, Err(error)),
-        Err(error) => reply(200, id, Err(error)),
-    }
 }
 
 /// What every modern request must get right before its method runs, in this order
@@ -94,7 +67,12 @@ pub fn check_envelope(request: Option<&Request>, method: &str, params: Option<&V
         return Err(RpcError::invalid_params(&format!("params._meta.{PROTOCOL_VERSION_KEY} must be a string")));
     };
     if !MODERN_VERSIONS.contains(&version) {
-        return Err(RpcError::unsupported_version(version));
+        // `supported` is what a retry may name, so it never names the revision refused.
+        // A handshake revision is spoken only after `initialize`: a client that sent
+        // one in the stateless envelope is offered the stateless revisions, the only
+        // ones that envelope can carry; any other revision, the whole list.
+        let supported = if SUPPORTED_VERSIONS.contains(&version) { MODERN_VERSIONS.to_vec() } else { all_versions() };
+        return Err(RpcError::unsupported_version(version, &supported));
     }
     // 4. A log level, when one is asked for, must be one of the eight
     // (`2026-07-28/server/utilities/logging.mdx`, Error Handling).
@@ -154,42 +132,10 @@ fn decode_sentinel(value: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// The methods of the stateless revision. `initialize` and `ping` are gone from it
-/// (`2026-07-28/changelog.mdx`); `server/discover` is new.
-fn dispatch_modern(
-    method: &str,
-    params: Option<&Value>,
-    catalog: &Catalog,
-    caller: &Caller,
-) -> Result<Value, RpcError> {
-    match method {
-        "server/discover" => Ok(discover()),
-        // Chapter 15: a tool that asks the client answers through its own path.
-        "tools/call" if asks_client(params) => call_asking(params, &catalog.tools, caller.subject.as_deref()),
-        // A log level is asked for per request now (`2026-07-28/changelog.mdx`), and a
-        // client subscribes with `subscriptions/listen` (listen.rs), which "replaces the
-        // former `resources/subscribe` RPC and the HTTP GET endpoint"
-        // (`2026-07-28/basic/patterns/subscriptions.mdx`).
-        "initialize" | "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
-            Err(RpcError::method_not_found(method))
-        }
-        // "Resource not found" has a code of its own in each era.
-        _ => dispatch(method, params, catalog, None).map_err(resources::for_2026),
-    }
-}
-
-/// What a client may learn before its first call: the revisions and capabilities.
-/// `subscribe` (chapter 17): a `subscriptions/listen` may name resources (listen.rs). No
-/// `listChanged`: the lists are compiled in, and never change while the server runs.
-fn discover() -> Value {
-    let resources = json!({ "subscribe": true });
-    let capabilities = json!({ "tools": {}, "resources": resources, "prompts": {}, "completions": {}, "logging": {} });
+/// What a client may learn before its first call: the revisions, and what this server
+/// can do (`capabilities`, which the router says: router.rs).
+pub fn discover(capabilities: Value) -> Value {
     json!({ "supportedVersions": all_versions(), "capabilities": capabilities })
-}
-
-/// Every revision this server speaks, in either era, newest first.
-pub fn all_versions() -> Vec<&'static str> {
-    MODERN_VERSIONS.iter().chain(SUPPORTED_VERSIONS).copied().collect()
 }
 
 /// How long a client may reuse a list or a `server/discover` answer. The tools and
@@ -197,22 +143,26 @@ pub fn all_versions() -> Vec<&'static str> {
 /// minutes spares a client asking on every turn and still picks up a restart soon.
 pub const CACHE_TTL_MS: u64 = 300_000;
 
-/// Every modern result says it is complete, and who answered; the cacheable ones
-/// say for how long, and for whom: `public`, the same for every caller, or
-/// `private`, a caller's own (`2026-07-28/server/utilities/caching.mdx`).
-pub fn complete(method: &str, mut result: Value) -> Value {
+/// The caching hints of this file's method and of the core's lists: for how long a
+/// client may keep an answer, and for whom: `public`, the same for every caller, or
+/// `private`, a caller's own (`2026-07-28/server/utilities/caching.mdx`). `None` for a
+/// method whose hints are not this file's to give.
+pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
+    match method {
+        "server/discover" | "tools/list" | "prompts/list" => Some((CACHE_TTL_MS, "public")),
+        _ => None,
+    }
+}
+
+/// Every modern result says whether it is complete, and who answered; a cacheable one
+/// says for how long, and for whom (`cache`: the hints of its method).
+pub fn complete(mut result: Value, info: &ServerInfo, cache: Option<(u64, &str)>) -> Value {
     let fields = result.as_object_mut().expect("every result is an object");
     // Chapter 15: an `input_required` answer keeps its own result type.
     if !fields.contains_key("resultType") {
         fields.insert("resultType".into(), json!("complete"));
     }
-    let server_info = json!({ "name": SERVER_NAME, "version": SERVER_VERSION });
-    fields.insert("_meta".into(), json!({ "io.modelcontextprotocol/serverInfo": server_info }));
-    let cache = match method {
-        "server/discover" | "tools/list" | "prompts/list" => Some((CACHE_TTL_MS, "public")),
-        // The resources' methods: `resources.rs` says.
-        _ => resources::cache_hints(method),
-    };
+    fields.insert("_meta".into(), json!({ "io.modelcontextprotocol/serverInfo": info }));
     if let Some((ttl_ms, scope)) = cache {
         fields.insert("ttlMs".into(), json!(ttl_ms));
         fields.insert("cacheScope".into(), json!(scope));

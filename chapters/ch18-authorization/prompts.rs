@@ -8,9 +8,19 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::Prompt;
 use crate::jsonrpc::{RpcError, echo};
 use crate::mcp::{Content, check_cursor};
+
+// ANCHOR: prompt
+/// A prompt: its entry in `prompts/list`, and the function `prompts/get` runs.
+pub struct Prompt {
+    pub definition: Value,
+    pub get: fn(&BTreeMap<String, String>) -> PromptResult,
+}
+
+/// What a prompt's function returns: its messages, or why it refuses the arguments.
+pub type PromptResult = Result<Vec<PromptMessage>, String>;
+// ANCHOR_END: prompt
 
 // ANCHOR: prompts_list
 /// `prompts/list`: every prompt, on one page.

@@ -11,7 +11,21 @@ use serde_json::{Value, json};
 use crate::jsonrpc::{RESOURCE_NOT_FOUND, RpcError};
 use crate::mcp::check_cursor;
 use crate::modern::CACHE_TTL_MS;
-use crate::{Catalog, Resource, ResourceTemplate};
+
+// ANCHOR: resource
+/// A resource: its entry in `resources/list`, and the function `resources/read` runs.
+pub struct Resource {
+    pub definition: Value,
+    pub read: fn() -> ResourceContents,
+}
+
+/// A resource template: its entry in `resources/templates/list`, and the function
+/// `resources/read` runs for a URI that matches it, with the values of its variables.
+pub struct ResourceTemplate {
+    pub definition: Value,
+    pub read: fn(&BTreeMap<String, String>) -> Option<ResourceContents>,
+}
+// ANCHOR_END: resource
 
 // ANCHOR: resources_list
 /// `resources/list`: every resource with a URI of its own, on one page.
@@ -29,9 +43,14 @@ pub fn resource_templates_list(params: Option<&Value>, templates: &[ResourceTemp
 
 // ANCHOR: resources_read
 /// `resources/read`: what one URI holds, as one entry of `contents`.
-pub fn resources_read(params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
+pub fn resources_read(
+    params: Option<&Value>,
+    resources: &[Resource],
+    templates: &[ResourceTemplate],
+) -> Result<Value, RpcError> {
     let uri = resource_uri(params)?;
-    let (definition, contents) = find_resource(uri, catalog).ok_or_else(|| RpcError::resource_not_found(uri))?;
+    let (definition, contents) =
+        find_resource(uri, resources, templates).ok_or_else(|| RpcError::resource_not_found(uri))?;
     // The URI asked for (for a template, the URI that matched it) and the
     // definition's `mimeType`.
     Ok(json!({ "contents": [contents.entry(uri, definition["mimeType"].as_str())] }))
@@ -54,11 +73,15 @@ pub fn resource_uri(params: Option<&Value>) -> Result<&str, RpcError> {
 }
 
 /// What `uri` names, with the definition it was found by. `None`: nothing by that URI.
-pub fn find_resource<'a>(uri: &str, catalog: &'a Catalog) -> Option<(&'a Value, ResourceContents)> {
-    if let Some(resource) = catalog.resources.iter().find(|resource| resource.definition["uri"] == uri) {
+pub fn find_resource<'a>(
+    uri: &str,
+    resources: &'a [Resource],
+    templates: &'a [ResourceTemplate],
+) -> Option<(&'a Value, ResourceContents)> {
+    if let Some(resource) = resources.iter().find(|resource| resource.definition["uri"] == uri) {
         return Some((&resource.definition, (resource.read)()));
     }
-    for template in &catalog.resource_templates {
+    for template in templates {
         let pattern = template.definition["uriTemplate"].as_str().unwrap_or_default();
         if let Some(variables) = match_template(pattern, uri) {
             // The URI has the template's form, and may still name nothing (an order
@@ -73,8 +96,8 @@ pub fn find_resource<'a>(uri: &str, catalog: &'a Catalog) -> Option<(&'a Value, 
 
 // ANCHOR: not_found_2026
 /// An error of this file's methods as 2026-07-28 says it, which numbers one of them
-/// differently (`2026-07-28/server/resources.mdx`, Error Handling). `dispatch_modern`
-/// (`modern.rs`) passes every error of a method through it.
+/// differently (`2026-07-28/server/resources.mdx`, Error Handling). The router
+/// (`router.rs`) passes every error of a 2026-07-28 method through it.
 pub fn for_2026(error: RpcError) -> RpcError {
     match error.code {
         // "Resource not found" is the code for invalid params now (MUST -32602), with
@@ -88,7 +111,7 @@ pub fn for_2026(error: RpcError) -> RpcError {
 // ANCHOR: cache_hints
 /// The caching hints of this file's methods in 2026-07-28: for how long a client may
 /// keep an answer, and for whom (`2026-07-28/server/utilities/caching.mdx`). `None`
-/// for a method that is not this file's. `complete` (`modern.rs`) asks here.
+/// for a method that is not this file's. The router (`router.rs`) asks here.
 pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
     match method {
         // Compiled in, the same for every caller, as `tools/list`.

@@ -7,23 +7,17 @@
 //! answer comes back in a POST of its own: the server must know which client sent it,
 //! and hand it to the call of that client still waiting on its stream.
 
-use crate::parse_state_key;
-use crate::random_key;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::Catalog;
-use crate::endpoint::refusal;
 use crate::http::{Request, Response};
-use crate::input_required::siphash_2_4;
-use crate::jsonrpc::{RpcError, echo, reply};
-use crate::mcp::initialize;
-use crate::streaming::{Call, DEFAULT_LOG_LEVEL, Level, STOP_CHECK_INTERVAL, lock};
-use crate::subscriptions::SessionStream;
+use crate::input_required::{parse_state_key, random_key, siphash_2_4};
+use crate::jsonrpc::{RpcError, refusal, reply};
+use crate::mcp::{DEFAULT_LOG_LEVEL, Level, lock};
 
 // ANCHOR: sessions
 /// A session nobody has used for this long is ended: its client gets `404` next time,
@@ -77,7 +71,7 @@ pub struct Session {
     initialized: bool,
     /// Who opened it (chapter 18): the subject of the token `initialize` came with.
     /// Only the same subject may use it; `None` when the server asks for no token.
-    pub owner: Option<String>,
+    owner: Option<String>,
 }
 
 /// One open session.
@@ -95,6 +89,16 @@ pub struct SessionEntry {
     /// Its own stream, when one is open (chapter 17), and how many it opened.
     pub stream: Option<SessionStream>,
     pub streams: u64,
+}
+
+/// A session's own stream, where its messages that answer no request go (chapter 17,
+/// subscriptions.rs).
+pub enum SessionStream {
+    /// An event stream a GET opened: its number in the session, and the channel its
+    /// writer reads.
+    Http { number: u64, messages: mpsc::SyncSender<Value> },
+    /// stdout: over stdio the process's session writes its lines there.
+    Stdout,
 }
 
 /// This piece's flags, which `main.rs` takes in with its own (`#[command(flatten)]`).
@@ -190,13 +194,14 @@ impl Sessions {
         id
     }
 
-    /// The open session with this id, now used again; `None` if there is none, or it
-    /// has been idle too long (then it ends here).
-    /// Who opened the session `id`, if it is open, without counting this as a use.
-    pub fn owner(&self, id: &str) -> Option<Option<String>> {
-        lock(&self.open).get(id).map(|entry| entry.session.owner.clone())
+    /// Whether session `id` is open and someone other than `subject` opened it (chapter
+    /// 18): to anyone but its owner a session does not exist. Asking is not a use of it.
+    pub fn belongs_to_another(&self, id: &str, subject: Option<&str>) -> bool {
+        lock(&self.open).get(id).is_some_and(|entry| entry.session.owner.as_deref() != subject)
     }
 
+    /// The open session with this id, now used again; `None` if there is none, or it
+    /// has been idle too long (then it ends here).
     pub fn find(&self, id: &str) -> Option<Session> {
         self.entry_in_use(&mut lock(&self.open), id).map(|entry| entry.session.clone())
     }
@@ -238,7 +243,7 @@ impl Sessions {
     }
 
     /// A new question in a session: its id, and where its answer will arrive.
-    fn expect_answer(&self, id: &str) -> Option<(String, mpsc::Receiver<Value>)> {
+    pub fn expect_answer(&self, id: &str) -> Option<(String, mpsc::Receiver<Value>)> {
         let mut open = lock(&self.open);
         let entry = open.get_mut(id)?;
         entry.asked += 1;
@@ -249,7 +254,7 @@ impl Sessions {
     }
 
     /// The question is no longer waiting (answered, or the call stopped).
-    fn forget(&self, id: &str, question: &str) {
+    pub fn forget(&self, id: &str, question: &str) {
         if let Some(entry) = lock(&self.open).get_mut(id) {
             entry.waiting.remove(question);
         }
@@ -288,21 +293,28 @@ pub fn session_id(key: &[u8; 16], number: u64) -> String {
 // ANCHOR_END: sessions
 
 // ANCHOR: open_session
-/// `initialize`, and a session for the client when the handshake succeeds: the answer,
-/// and the new session's id.
+/// `initialize` in a session: the handshake's `answer` (mcp.rs's `initialize`, which
+/// the router runs), and a session for the client when the handshake succeeds: the
+/// answer, and the new session's id.
 pub fn initialize_in_session(
+    answer: Result<Value, RpcError>,
     params: Option<&Value>,
-    catalog: &Catalog,
+    sessions: &Sessions,
     owner: Option<String>,
 ) -> (Result<Value, RpcError>, Option<String>) {
-    let result = initialize(params);
-    let session = result.is_ok().then(|| catalog.sessions.open(params.and_then(|p| p.get("capabilities")), owner));
-    (result, session)
+    let session = answer.is_ok().then(|| sessions.open(params.and_then(|p| p.get("capabilities")), owner));
+    (answer, session)
 }
 
 /// `initialize` over HTTP: the session's id goes back in the `Mcp-Session-Id` header.
-pub fn open_session(id: Value, params: Option<&Value>, catalog: &Catalog, owner: Option<String>) -> Response {
-    match initialize_in_session(params, catalog, owner) {
+pub fn open_session(
+    id: Value,
+    answer: Result<Value, RpcError>,
+    params: Option<&Value>,
+    sessions: &Sessions,
+    owner: Option<String>,
+) -> Response {
+    match initialize_in_session(answer, params, sessions, owner) {
         (result, Some(session)) => reply(200, id, result).with_header("Mcp-Session-Id", &session),
         (result, None) => reply(200, id, result),
     }
@@ -328,22 +340,19 @@ pub fn end_session(request: &Request, sessions: &Sessions) -> Response {
 }
 // ANCHOR_END: open_session
 
-// ANCHOR: ask
-impl Call<'_> {
-    /// Ask the client a question mid-call and wait for its answer: `method` is a
-    /// request a client answers (`elicitation/create`, `sampling/createMessage`,
-    /// `roots/list`), sent on the call's event stream; the answer comes back in a POST
-    /// in the same session (`take_answer`). `Ok`: its `result`. `Err`: why there is
-    /// none, for the model.
-    pub fn ask(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        let (sessions, session) = self.asking.clone()?;
+// ANCHOR: may_be_asked
+impl Session {
+    /// Whether a call in this session may ask its client `method` now (a request a client
+    /// answers: `elicitation/create`, `sampling/createMessage`, `roots/list`); `Err`: why
+    /// not, for the model. `Call::ask` (streaming.rs) asks.
+    pub fn may_be_asked(&self, method: &str) -> Result<(), String> {
         // Ask only what the client declared it can answer: both sides MUST "Only use
         // capabilities that were successfully negotiated" (`2025-11-25/basic/lifecycle.mdx`,
         // Operation). Each request's capability is named like its method; `elicitation`
         // is there only for a client that takes forms, the mode asked in ("Servers MUST
         // NOT send elicitation requests with modes that are not supported by the client").
         let capability = method.split('/').next().unwrap_or_default();
-        if !session.answers.contains(&capability) {
+        if !self.answers.contains(&capability) {
             // (A client that takes URL mode only declared `elicitation`, but not for forms.)
             let forms = if capability == "elicitation" { " for forms" } else { "" };
             return Err(format!(
@@ -352,30 +361,13 @@ impl Call<'_> {
         }
         // "The server SHOULD NOT send requests other than pings and logging before
         // receiving the `initialized` notification" (`2025-11-25/basic/lifecycle.mdx`).
-        if !session.initialized {
+        if !self.initialized {
             return Err(NEEDS_INITIALIZED.into());
         }
-        let (question, answer) = sessions.expect_answer(&session.id).ok_or("the session has ended")?;
-        self.outlet.send(&json!({ "jsonrpc": "2.0", "id": question, "method": method, "params": params }));
-        let heard = loop {
-            match answer.recv_timeout(STOP_CHECK_INTERVAL) {
-                Ok(answer) => break Ok(answer),
-                Err(mpsc::RecvTimeoutError::Disconnected) => break Err("the session ended before the client answered"),
-                Err(mpsc::RecvTimeoutError::Timeout) if self.stopped() => break Err("no answer came in time"),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-        };
-        sessions.forget(&session.id, &question);
-        let answer = heard?;
-        // A client that could not ask (its user closed the window, say) answers with a
-        // JSON-RPC error instead of a result.
-        answer.get("result").cloned().ok_or_else(|| {
-            let why = answer.pointer("/error/message").and_then(Value::as_str).unwrap_or("no reason given");
-            format!("the client could not ask: {}", echo(why))
-        })
+        Ok(())
     }
 }
-// ANCHOR_END: ask
+// ANCHOR_END: may_be_asked
 
 // ANCHOR: take_answer
 /// A POSTed answer to a question: handed to the call in this session that asked it,

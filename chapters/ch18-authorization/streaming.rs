@@ -5,22 +5,19 @@
 //! `--max-running-calls` run at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::endpoint::{Format, event};
-use crate::http::Response;
-use crate::input_required::asks_client;
-use crate::jsonrpc::{RpcError, echo, reply};
-use crate::mcp::{check_arguments, run_tool};
+use crate::framing::{Format, event, write_line};
+use crate::http::{BodyWriter, Response};
+use crate::jsonrpc::{RpcError, echo, notification, reply};
+use crate::listen::Listeners;
+use crate::mcp::{DEFAULT_LOG_LEVEL, Level, ServerInfo, ToolResult, lock, run_tool};
 use crate::modern::{LOG_LEVEL_KEY, complete, request_meta};
-use crate::sessions::{AskPermit, NEEDS_A_HANDSHAKE, NEEDS_A_SESSION, NEEDS_AN_EVENT_STREAM, Session};
-use crate::stdio::write_line;
-use crate::{Catalog, Run, SERVER_NAME, Tool, http};
+use crate::sessions::{AskPermit, NEEDS_A_HANDSHAKE, NEEDS_A_SESSION, NEEDS_AN_EVENT_STREAM, Session, Sessions};
 
 // ANCHOR: call
 /// The longest a long call may run. Then it stops, and its client gets an error
@@ -28,14 +25,27 @@ use crate::{Catalog, Run, SERVER_NAME, Tool, http};
 pub const MAX_CALL_TIME: Duration = Duration::from_secs(60);
 
 /// How often a call that waits looks whether it should stop.
-pub const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(10);
+const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(10);
+
+/// What of the server a long call reaches while it runs, which the router hands down
+/// from the catalog: who the server is (its log messages and its result say so), the
+/// calls running now, among which it takes a place, the sessions, in one of which it
+/// may ask its client (chapter 16), and everyone who hears of a resource it changes:
+/// the sessions subscribed, and the `subscriptions/listen` streams (chapter 17).
+#[derive(Clone, Copy)]
+pub struct Server {
+    pub info: &'static ServerInfo,
+    pub calls: &'static Calls,
+    pub sessions: &'static Sessions,
+    pub listeners: &'static Listeners,
+}
 
 /// A long call's line to its client while the tool works: progress and log messages,
 /// sent only when the client asked for them, and whether to stop. (A quick tool never
 /// sees one.)
 pub struct Call<'a> {
-    /// Where the notifications go: an event stream, stdout, or nowhere.
-    pub outlet: &'a mut dyn Outlet,
+    /// Where the notifications go: an event stream, or stdout.
+    outlet: &'a mut dyn Outlet,
     /// `params._meta.progressToken`: progress goes out only when the client gave one.
     progress_token: Option<Value>,
     /// The least severe log messages the client wants; `None`: no log messages at all.
@@ -44,19 +54,20 @@ pub struct Call<'a> {
     last_progress: Option<u64>,
     /// When the call must end, whatever the tool does.
     deadline: Instant,
+    /// What of the server it reaches: its messages are logged in the server's name, and
+    /// who subscribed hears of what it changes (chapter 17).
+    server: Server,
     /// Where the tool may ask its client a question, or why it may not (chapter 16,
     /// [`Call::ask`]).
-    pub asking: AskPermit,
-    /// Where to find who to tell when the tool changes a resource (chapter 17,
-    /// [`Call::resource_updated`]): sessions and subscriptions; `None`: nobody hears.
-    pub subscribers: Option<&'static Catalog>,
+    asking: AskPermit,
 }
 
 impl<'a> Call<'a> {
-    pub fn new(outlet: &'a mut dyn Outlet, progress_token: Option<Value>, log_level: Option<Level>) -> Call<'a> {
+    fn new(outlet: &'a mut dyn Outlet, long: &LongCall, server: Server) -> Call<'a> {
         let deadline = Instant::now() + MAX_CALL_TIME;
+        let (progress_token, log_level) = (long.progress_token.clone(), long.log_level);
         let asking = Err(NEEDS_A_SESSION);
-        Call { outlet, progress_token, log_level, last_progress: None, deadline, asking, subscribers: None }
+        Call { outlet, progress_token, log_level, last_progress: None, deadline, server, asking }
     }
 
     /// Report that `done` of `total` steps are done, and how it goes in words
@@ -80,7 +91,7 @@ impl<'a> Call<'a> {
         if self.log_level.is_none_or(|wanted| level < wanted) || self.stopped() {
             return;
         }
-        let params = json!({ "level": level, "logger": SERVER_NAME, "data": data });
+        let params = json!({ "level": level, "logger": self.server.info.name, "data": data });
         self.outlet.send(&notification("notifications/message", params));
     }
 
@@ -101,7 +112,7 @@ impl<'a> Call<'a> {
     }
 
     /// Whether the tool should stop: the client cancelled the call, or time ran out.
-    pub fn stopped(&mut self) -> bool {
+    fn stopped(&mut self) -> bool {
         self.timed_out() || self.outlet.cancelled()
     }
 
@@ -110,51 +121,6 @@ impl<'a> Call<'a> {
     }
 }
 
-/// A notification: a method and its params, and no `id`.
-pub fn notification(method: &str, params: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "method": method, "params": params })
-}
-
-/// The eight levels of a log message, least severe first (RFC 5424's, as
-/// `2025-11-25/server/utilities/logging.mdx` lists them). A client that asks for one
-/// gets messages at that level and above.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    Debug,
-    Info,
-    Notice,
-    Warning,
-    Error,
-    Critical,
-    Alert,
-    Emergency,
-}
-
-impl Level {
-    const ALL: [Level; 8] = [
-        Level::Debug,
-        Level::Info,
-        Level::Notice,
-        Level::Warning,
-        Level::Error,
-        Level::Critical,
-        Level::Alert,
-        Level::Emergency,
-    ];
-    pub const NAMES: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
-
-    /// The level a JSON value names, exactly as the spec spells it.
-    pub fn named(value: &Value) -> Option<Level> {
-        let name = value.as_str()?;
-        Level::NAMES.iter().position(|known| *known == name).map(|i| Level::ALL[i])
-    }
-}
-
-/// The handshake era's log level before a client sets one, and outside a session
-/// always.
-pub const DEFAULT_LOG_LEVEL: Level = Level::Info;
-
 /// Where a call's notifications go, and how it learns that it is cancelled.
 pub trait Outlet {
     /// Send one notification to the client now.
@@ -162,18 +128,53 @@ pub trait Outlet {
     /// Whether the client has cancelled the call.
     fn cancelled(&mut self) -> bool;
 }
+// ANCHOR_END: call
 
-/// The outlet of a call answered in one piece: nobody hears how it is going.
-pub struct Nowhere;
-
-impl Outlet for Nowhere {
-    fn send(&mut self, _message: &Value) {}
-
-    fn cancelled(&mut self) -> bool {
-        false
+// ANCHOR: ask
+impl Call<'_> {
+    /// Ask the client a question mid-call and wait for its answer (chapter 16): `method`
+    /// is a request a client answers (`elicitation/create`, `sampling/createMessage`,
+    /// `roots/list`), sent on the call's event stream, if the session may be asked it
+    /// (`Session::may_be_asked`); the answer comes back in a POST in the same session
+    /// (`take_answer`, sessions.rs). `Ok`: its `result`. `Err`: why there is none, for
+    /// the model.
+    pub fn ask(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        let (sessions, session) = self.asking.clone()?;
+        session.may_be_asked(method)?;
+        let (question, answer) = sessions.expect_answer(&session.id).ok_or("the session has ended")?;
+        self.outlet.send(&json!({ "jsonrpc": "2.0", "id": question, "method": method, "params": params }));
+        let heard = loop {
+            match answer.recv_timeout(STOP_CHECK_INTERVAL) {
+                Ok(answer) => break Ok(answer),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break Err("the session ended before the client answered"),
+                Err(mpsc::RecvTimeoutError::Timeout) if self.stopped() => break Err("no answer came in time"),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        };
+        sessions.forget(&session.id, &question);
+        let answer = heard?;
+        // A client that could not ask (its user closed the window, say) answers with a
+        // JSON-RPC error instead of a result.
+        answer.get("result").cloned().ok_or_else(|| {
+            let why = answer.pointer("/error/message").and_then(Value::as_str).unwrap_or("no reason given");
+            format!("the client could not ask: {}", echo(why))
+        })
     }
 }
-// ANCHOR_END: call
+// ANCHOR_END: ask
+
+// ANCHOR: resource_updated
+impl Call<'_> {
+    /// Tell whoever subscribed to `uri` that what it holds has changed (chapter 17). Any
+    /// tool that changes a resource calls it, once the change is made. Both eras hear: a
+    /// session subscribed to it (subscriptions.rs), and a `subscriptions/listen` that
+    /// named it (listen.rs).
+    pub fn resource_updated(&mut self, uri: &str) {
+        self.server.sessions.resource_updated(uri);
+        self.server.listeners.resource_updated(uri);
+    }
+}
+// ANCHOR_END: resource_updated
 
 // ANCHOR: long_call
 /// Which era a request belongs to: they cancel and log differently.
@@ -186,7 +187,9 @@ pub enum Era {
 /// A `tools/call` of a tool that works in steps, ready to run: everything that could
 /// be wrong with it without running it has been checked.
 pub struct LongCall {
-    tool: &'static Tool,
+    /// The tool: its name, and its function.
+    name: &'static str,
+    run: fn(&Map<String, Value>, &mut Call) -> ToolResult,
     arguments: Map<String, Value>,
     progress_token: Option<Value>,
     log_level: Option<Level>,
@@ -195,33 +198,18 @@ pub struct LongCall {
     session: Option<Session>,
 }
 
-/// The long call a request asks for: a `tools/call` of a tool that works in steps,
-/// with arguments its schema takes and a valid progress token. `None` for anything
-/// else, which `dispatch` answers at once (and says what is wrong, if anything is).
+/// The long call a `tools/call` of a tool that works in steps starts, its tool found
+/// and its arguments checked (tools.rs): `Err` for what is still wrong with it, which
+/// is answered at once, before anything is streamed.
 pub fn long_call(
-    method: &str,
+    name: &'static str,
+    run: fn(&Map<String, Value>, &mut Call) -> ToolResult,
+    arguments: Map<String, Value>,
     params: Option<&Value>,
-    catalog: &'static Catalog,
     era: Era,
     session: Option<&Session>,
-) -> Option<LongCall> {
-    // A tool that asks waits for its answer in the handshake era; in 2026-07-28 it
-    // answers `input_required` at once instead (input_required.rs).
-    if method != "tools/call" || (era == Era::Modern && asks_client(params)) {
-        return None;
-    }
-    let name = params?.get("name")?.as_str()?;
-    let tool = catalog.tools.iter().find(|tool| tool.definition["name"] == name)?;
-    let Run::Steps(_) = tool.run else { return None };
-    let arguments = match params?.get("arguments") {
-        None => Map::new(),
-        Some(Value::Object(arguments)) => arguments.clone(),
-        Some(_) => return None,
-    };
-    if !check_arguments(&tool.definition["inputSchema"], &arguments).is_empty() {
-        return None;
-    }
-    let progress_token = progress_token(params).ok()?;
+) -> Result<LongCall, RpcError> {
+    let progress_token = progress_token(params)?;
     let log_level = match era {
         // Per request, and none unless asked for: "The server MUST NOT emit
         // `notifications/message` for a request that does not include this field"
@@ -230,7 +218,7 @@ pub fn long_call(
         // The level the client set in its session (chapter 16), else the default.
         Era::Handshake => Some(session.map_or(DEFAULT_LOG_LEVEL, |session| session.level)),
     };
-    Some(LongCall { tool, arguments, progress_token, log_level, era, session: session.cloned() })
+    Ok(LongCall { name, run, arguments, progress_token, log_level, era, session: session.cloned() })
 }
 
 /// `params._meta.progressToken`, when the client wants progress: "a string or integer
@@ -250,33 +238,27 @@ pub fn progress_token(params: Option<&Value>) -> Result<Option<Value>, RpcError>
 /// event as it happens, the result last (`2025-11-25/basic/transports.mdx`, Sending
 /// Messages to the Server). Otherwise it is the one JSON answer, sent when the call
 /// ends, unless the client reads only event streams (`format`).
-pub fn answer_long_call(
-    id: Value,
-    long: LongCall,
-    format: Format,
-    streams: bool,
-    catalog: &'static Catalog,
-) -> Response {
+pub fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool, server: Server) -> Response {
     // In the handshake era a call is cancelled by a `notifications/cancelled`; in
     // 2026-07-28, over HTTP, by the client closing the stream and by nothing else
     // (`2026-07-28/basic/transports/streamable-http.mdx`, Cancellation).
     let by_notice = long.era == Era::Handshake;
     let closing_cancels = long.era == Era::Modern;
     let session_id = long.session.as_ref().map(|session| session.id.clone());
-    let Some(running) = catalog.calls.start(&id, by_notice, session_id) else {
-        return reply(503, id, Err(RpcError::busy(catalog.calls.max))).with_header("Retry-After", "1");
+    let Some(running) = server.calls.start(&id, by_notice, session_id) else {
+        return reply(503, id, Err(RpcError::busy(server.calls.max))).with_header("Retry-After", "1");
     };
     let events = answers_with_events(&long, format, streams);
     let content_type = if events { "text/event-stream" } else { "application/json" };
     // Chapter 16: a question travels on the event stream, to a client in a session.
     let asking = match &long.session {
-        Some(session) if events => Ok((&catalog.sessions, session.clone())),
+        Some(session) if events => Ok((server.sessions, session.clone())),
         Some(_) => Err(NEEDS_AN_EVENT_STREAM),
         None => Err(NEEDS_A_SESSION),
     };
     Response::stream(200, content_type, move |writer| {
         let mut outlet = ResponseBody { writer, events, running: &running, closing_cancels };
-        match finish_long_call(id, &long, &mut outlet, asking, catalog) {
+        match finish_long_call(id, &long, &mut outlet, server, asking) {
             Some(answer) => outlet.finish(&answer),
             None => eprintln!("a call was cancelled: no result sent"),
         }
@@ -296,7 +278,7 @@ fn answers_with_events(long: &LongCall, format: Format, streams: bool) -> bool {
 
 /// A long call's outlet over HTTP: the body of its answer.
 struct ResponseBody<'a, 'b> {
-    writer: &'a mut http::BodyWriter<'b>,
+    writer: &'a mut BodyWriter<'b>,
     /// Whether the body is an event stream; a JSON answer carries no notifications.
     events: bool,
     running: &'a Running,
@@ -336,19 +318,17 @@ impl ResponseBody<'_, '_> {
 
 /// Run a long call to its end, and give the JSON-RPC response to send: `None` when it
 /// was cancelled, which gets no response at all ("Not send a response for the
-/// cancelled request", `2025-11-25/basic/utilities/cancellation.mdx`). A resource it
-/// changes is told to the subscribers `subscribers` holds (chapter 17).
+/// cancelled request", `2025-11-25/basic/utilities/cancellation.mdx`).
 fn finish_long_call(
     id: Value,
     long: &LongCall,
     outlet: &mut dyn Outlet,
+    server: Server,
     asking: AskPermit,
-    subscribers: &'static Catalog,
 ) -> Option<Vec<u8>> {
-    let mut call = Call::new(outlet, long.progress_token.clone(), long.log_level);
+    let mut call = Call::new(outlet, long, server);
     call.asking = asking;
-    call.subscribers = Some(subscribers);
-    let result = run_tool(long.tool, &long.arguments, &mut call);
+    let result = run_tool(long.name, || (long.run)(&long.arguments, &mut call));
     if call.outlet.cancelled() {
         return None;
     }
@@ -356,10 +336,10 @@ fn finish_long_call(
         let seconds = MAX_CALL_TIME.as_secs();
         Err(RpcError::internal_error(&format!("the call took longer than {seconds} s, and was stopped")))
     } else {
-        result.map(|result| serde_json::to_value(result).expect("a tool result always serializes"))
+        result
     };
     let outcome = match long.era {
-        Era::Modern => outcome.map(|result| complete("tools/call", result)),
+        Era::Modern => outcome.map(|result| complete(result, server.info, None)),
         Era::Handshake => outcome,
     };
     Some(reply(200, id, outcome).body)
@@ -369,26 +349,26 @@ fn finish_long_call(
 /// come: `None`, no line now. On stdio a call is cancelled by a
 /// `notifications/cancelled`, in either era: "there is no per-request stream to close"
 /// (`2026-07-28/basic/transports/stdio.mdx`, Cancellation).
-pub fn start_long_call_on_stdio(id: Value, long: LongCall, catalog: &'static Catalog) -> Option<Vec<u8>> {
+pub fn start_long_call_on_stdio(id: Value, long: LongCall, server: Server) -> Option<Vec<u8>> {
     let session_id = long.session.as_ref().map(|session| session.id.clone());
-    let Some(running) = catalog.calls.start(&id, true, session_id) else {
-        return Some(reply(503, id, Err(RpcError::busy(catalog.calls.max))).body);
+    let Some(running) = server.calls.start(&id, true, session_id) else {
+        return Some(reply(503, id, Err(RpcError::busy(server.calls.max))).body);
     };
     // Chapter 16: a question is one more line on stdout, in the process's session.
     let asking = match &long.session {
-        Some(session) => Ok((&catalog.sessions, session.clone())),
+        Some(session) => Ok((server.sessions, session.clone())),
         None => Err(NEEDS_A_HANDSHAKE),
     };
     let answer_to = id.clone();
     let spawned = thread::Builder::new().name("call".into()).spawn(move || {
         let mut outlet = StdoutLines { running: &running };
-        if let Some(answer) = finish_long_call(id, &long, &mut outlet, asking, catalog) {
+        if let Some(answer) = finish_long_call(id, &long, &mut outlet, server, asking) {
             let _ = write_line(&answer);
         }
     });
     match spawned {
         Ok(_) => None,
-        Err(_) => Some(reply(503, answer_to, Err(RpcError::busy(catalog.calls.max))).body),
+        Err(_) => Some(reply(503, answer_to, Err(RpcError::busy(server.calls.max))).body),
     }
 }
 
@@ -489,21 +469,16 @@ impl Drop for Running {
     }
 }
 
-/// A lock, even when a thread panicked while holding it: the list stays usable.
-pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// A notification the server acts on: `notifications/cancelled` stops the running
 /// call it names (`2025-11-25/basic/utilities/cancellation.mdx`). One that names no
 /// running call (it may have just ended), or is malformed, is ignored: "Invalid
 /// cancellation notifications SHOULD be ignored" (Error Handling).
-pub fn notice(method: &str, params: Option<&Value>, catalog: &Catalog, session: Option<&Session>) {
+pub fn notice(method: &str, params: Option<&Value>, server: Server, session: Option<&Session>) {
     // Chapter 16: the handshake is done, and the session's calls may ask its client.
     if method == "notifications/initialized"
         && let Some(session) = session
     {
-        catalog.sessions.initialized(&session.id);
+        server.sessions.initialized(&session.id);
     }
     if method != "notifications/cancelled" {
         return;
@@ -511,9 +486,9 @@ pub fn notice(method: &str, params: Option<&Value>, catalog: &Catalog, session: 
     let id = params.and_then(|p| p.get("requestId")).filter(|id| id.is_string() || id.is_i64() || id.is_u64());
     let Some(id) = id else { return };
     let reason = params.and_then(|p| p.get("reason")).and_then(Value::as_str).unwrap_or("no reason given");
-    let what = if catalog.calls.cancel(id, session.map(|session| session.id.as_str())) {
+    let what = if server.calls.cancel(id, session.map(|session| session.id.as_str())) {
         "stopping it"
-    } else if catalog.listeners.cancel(id) {
+    } else if server.listeners.cancel(id) {
         // Chapter 17: over stdio a subscription (listen.rs) ends this way.
         "ending that subscription"
     } else {
@@ -530,13 +505,13 @@ pub fn notice(method: &str, params: Option<&Value>, catalog: &Catalog, session: 
 /// 17): -32600, the request is not valid where it was sent, with where a level can be
 /// set. A level that is not one of the eight is invalid params
 /// (`2025-11-25/server/utilities/logging.mdx`, Error Handling); any other is `{}`.
-pub fn set_level(params: Option<&Value>, catalog: &Catalog, session: Option<&Session>) -> Result<Value, RpcError> {
+pub fn set_level(params: Option<&Value>, sessions: &Sessions, session: Option<&Session>) -> Result<Value, RpcError> {
     let session = session.ok_or_else(|| RpcError::invalid_request(NEEDS_A_SESSION_FOR_A_LEVEL))?;
     let level = params
         .and_then(|p| p.get("level"))
         .and_then(Level::named)
         .ok_or_else(|| RpcError::invalid_params(&format!("`level` must be one of {}", Level::NAMES.join(", "))))?;
-    catalog.sessions.set_level(&session.id, level);
+    sessions.set_level(&session.id, level);
     Ok(json!({}))
 }
 

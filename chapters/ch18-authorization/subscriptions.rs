@@ -14,14 +14,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::Catalog;
-use crate::endpoint::{allows_event_stream, event, refusal};
+use crate::framing::{allows_event_stream, event, write_line};
 use crate::http::{BodyWriter, Request, Response};
-use crate::jsonrpc::{RpcError, reply};
-use crate::resources::{find_resource, resource_uri};
-use crate::sessions::{Session, Sessions, session_not_found};
-use crate::stdio::write_line;
-use crate::streaming::{Call, lock, notification};
+use crate::jsonrpc::{RpcError, notification, refusal, reply};
+use crate::mcp::lock;
+use crate::resources::{Resource, ResourceTemplate, find_resource, resource_uri};
+use crate::sessions::{Session, SessionStream, Sessions, session_not_found};
 
 // ANCHOR: subscriptions
 /// The most resources one session may subscribe to at once, unless `--max-subscriptions`
@@ -42,15 +40,6 @@ pub const STREAM_BACKLOG: usize = 16;
 
 /// Why `resources/subscribe` needs a session: said in the error.
 const NEEDS_A_SESSION_TO_SUBSCRIBE: &str = "a subscription lives in a session: `initialize` opens one (over HTTP, send its `Mcp-Session-Id` with this request)";
-
-/// A session's own stream, where its messages that answer no request go.
-pub enum SessionStream {
-    /// An event stream a GET opened: its number in the session, and the channel its
-    /// writer reads.
-    Http { number: u64, messages: mpsc::SyncSender<Value> },
-    /// stdout: over stdio the process's session writes its lines there.
-    Stdout,
-}
 
 /// Why a session's stream does not open.
 enum NoStream {
@@ -122,9 +111,10 @@ impl Sessions {
     }
 
     /// `uri` has changed: `notifications/resources/updated` to every session subscribed
-    /// to it, on its stream. A session with no stream open, or whose stream has a full
-    /// backlog, misses it: nothing is kept for later.
-    fn resource_updated(&self, uri: &str) {
+    /// to it, on its stream (a tool's `Call::resource_updated`, streaming.rs, calls it).
+    /// A session with no stream open, or whose stream has a full backlog, misses it:
+    /// nothing is kept for later.
+    pub fn resource_updated(&self, uri: &str) {
         let message = notification("notifications/resources/updated", json!({ "uri": uri }));
         let mut to_stdout = false;
         for entry in lock(&self.open).values().filter(|entry| entry.subscribed.contains(uri)) {
@@ -142,19 +132,6 @@ impl Sessions {
         }
     }
 }
-
-impl Call<'_> {
-    /// Tell whoever subscribed to `uri` that what it holds has changed. Any tool that
-    /// changes a resource calls it, once the change is made.
-    pub fn resource_updated(&mut self, uri: &str) {
-        // Both eras hear: a session subscribed to it, and a `subscriptions/listen` that
-        // named it (listen.rs).
-        if let Some(catalog) = self.subscribers {
-            catalog.sessions.resource_updated(uri);
-            catalog.listeners.resource_updated(uri);
-        }
-    }
-}
 // ANCHOR_END: subscriptions
 
 // ANCHOR: subscribe
@@ -166,18 +143,20 @@ impl Call<'_> {
 pub fn subscription(
     method: &str,
     params: Option<&Value>,
-    catalog: &Catalog,
     session: Option<&Session>,
+    sessions: &Sessions,
+    resources: &[Resource],
+    templates: &[ResourceTemplate],
 ) -> Result<Value, RpcError> {
     let session = session.ok_or_else(|| RpcError::invalid_request(NEEDS_A_SESSION_TO_SUBSCRIBE))?;
     let uri = resource_uri(params)?;
-    if find_resource(uri, catalog).is_none() {
+    if find_resource(uri, resources, templates).is_none() {
         return Err(RpcError::resource_not_found(uri));
     }
     if method == "resources/subscribe" {
-        catalog.sessions.subscribe(&session.id, uri)?;
+        sessions.subscribe(&session.id, uri)?;
     } else {
-        catalog.sessions.unsubscribe(&session.id, uri);
+        sessions.unsubscribe(&session.id, uri);
     }
     Ok(json!({}))
 }
