@@ -60,6 +60,32 @@ fn no_part_three_file_is_longer_than_one_reading() {
     assert!(long.is_empty(), "files over {MAX_LINES} lines:\n{}", long.join("\n"));
 }
 
+/// Each check a request goes through is made in one place, so a request meets it once:
+/// the era is decided, a 2026-07-28 envelope checked and a tool looked up by the router
+/// alone, whichever transport the message came by.
+#[test]
+fn every_check_has_one_place() {
+    const ONCE: &[&str] = &["is_modern(", "check_envelope(", "find_tool("];
+    let mut problems = Vec::new();
+    for chapter in CHAPTERS.iter().filter(|chapter| chapter.piece.is_some()) {
+        for check in ONCE {
+            let mut places = Vec::new();
+            for file in chapter.source_files().unwrap() {
+                let code = code_only(&read(chapter, &file));
+                for (number, line) in code.lines().enumerate() {
+                    if line.contains(check) && !line.contains("fn ") {
+                        places.push(format!("{file}:{}", number + 1));
+                    }
+                }
+            }
+            if places.len() != 1 {
+                problems.push(format!("{}: `{check}` is called in {} places: {places:?}", chapter.name, places.len()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "checks made in more than one place:\n{}", problems.join("\n"));
+}
+
 /// The check itself, on a made-up chapter: it must find each way up, and nothing else.
 #[test]
 fn the_check_finds_each_way_up() {
