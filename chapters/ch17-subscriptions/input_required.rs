@@ -45,9 +45,9 @@ const MAX_USED_STATES: usize = 10_000;
 pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 
 /// `tools/call` of the tool that asks: the first call, or a retry with the answers. Its
-/// arguments were checked first (tools.rs), as every call's are ("Validate all tool
-/// inputs", `2026-07-28/server/tools.mdx`, Security Considerations): no question is
-/// asked for a call that cannot run.
+/// arguments were checked first, by the router's `tools_call`, as every call's are
+/// ("Validate all tool inputs", `2026-07-28/server/tools.mdx`, Security
+/// Considerations): no question is asked for a call that cannot run.
 pub fn call_asking(params: Option<&Value>, asking: &AskingTool) -> Result<Value, RpcError> {
     let params = params.expect("the tool was found by the name they hold");
     // The question is a form: ask only a client that takes forms, one that declared

@@ -198,9 +198,9 @@ pub struct LongCall {
     session: Option<Session>,
 }
 
-/// The long call a `tools/call` of a tool that works in steps starts, its tool found
-/// and its arguments checked (tools.rs): `Err` for what is still wrong with it, which
-/// is answered at once, before anything is streamed.
+/// The long call a `tools/call` of a tool that works in steps starts, once the router
+/// has found the tool and checked its arguments: `Err` for what is still wrong with it,
+/// which is answered at once, before anything is streamed.
 pub fn long_call(
     name: &'static str,
     run: fn(&Map<String, Value>, &mut Call) -> ToolResult,

@@ -372,7 +372,7 @@ fn status_word(status: u16) -> &'static str {
 }
 
 /// An https URL, or an http one on this machine's loopback (for tests): the names
-/// `endpoint.rs` knows as loopback, on any port.
+/// `guard.rs` knows as loopback, on any port.
 fn is_https_or_loopback(url: &str) -> bool {
     let origin = split_url(url).0.to_ascii_lowercase();
     let loopback =
