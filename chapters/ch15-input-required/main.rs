@@ -233,7 +233,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     "additionalProperties": false,
                 },
             }),
-            // In 2026-07-28 the call goes through input_required.rs instead (tools.rs says so).
+            // In 2026-07-28 the call goes through input_required.rs instead (router.rs says so).
             run: Run::Quick(|_| {
                 ToolResult::error(
                     "approve_payroll asks the user through input_required, which needs protocol revision 2026-07-28.",

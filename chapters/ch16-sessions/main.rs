@@ -474,7 +474,7 @@ fn week_pay(timesheet: &Timesheet) -> (f64, f64, f64) {
 const APPROVE_PAYROLL: &str = "approve_payroll";
 
 /// `approve_payroll` in the handshake era: it asks the user on the call's own stream
-/// and waits for the answer (sessions.rs). In 2026-07-28 the same question goes out as
+/// and waits for the answer (`Call::ask`). In 2026-07-28 the same question goes out as
 /// `input_required` (input_required.rs), and the answer comes back with the retry.
 fn approve_payroll(_arguments: &Map<String, Value>, call: &mut Call) -> ToolResult {
     match call.ask("elicitation/create", approval_question()) {

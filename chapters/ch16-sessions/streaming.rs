@@ -26,8 +26,8 @@ pub const MAX_CALL_TIME: Duration = Duration::from_secs(60);
 /// How often a call that waits looks whether it should stop.
 const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(10);
 
-/// What of the server a long call reaches while it runs, which the router hands down
-/// from the catalog: who the server is (its log messages and its result say so), the
+/// What of the server a long call reaches while it runs, handed down from the catalog
+/// (`Catalog::server`): who the server is (its log messages and its result say so), the
 /// calls running now, among which it takes a place, and the sessions, in one of which
 /// it may ask its client (chapter 16).
 #[derive(Clone, Copy)]

@@ -288,6 +288,7 @@ impl Authorization {
     // ANCHOR_END: may
 }
 
+// ANCHOR: scopes_needed
 /// The scopes a message needs: `mcp:read`, and for a `tools/call`, the tool's own
 /// (`for_tool`, YOUR TOOLS' `scopes_for_tool`).
 fn scopes_needed(message: Option<&Message>, for_tool: fn(&str) -> &'static [&'static str]) -> Vec<&'static str> {
@@ -297,6 +298,7 @@ fn scopes_needed(message: Option<&Message>, for_tool: fn(&str) -> &'static [&'st
     todo!("which scopes?")
     // END TODO
 }
+// ANCHOR_END: scopes_needed
 
 /// The claims this server reads from an access token; `jsonwebtoken` checks the rest.
 #[derive(Deserialize)]
