@@ -25,11 +25,13 @@ const ASKING: &[&str] = &[
     env!("CARGO_BIN_EXE_ch15-input-required"),
     env!("CARGO_BIN_EXE_ch16-sessions"),
     env!("CARGO_BIN_EXE_ch17-subscriptions"),
+    #[cfg(feature = "authorization")]
     env!("CARGO_BIN_EXE_ch18-authorization"),
 ];
 const IN_SESSIONS: &[&str] = &[
     env!("CARGO_BIN_EXE_ch16-sessions"),
     env!("CARGO_BIN_EXE_ch17-subscriptions"),
+    #[cfg(feature = "authorization")]
     env!("CARGO_BIN_EXE_ch18-authorization"),
 ];
 

@@ -27,6 +27,7 @@ const BINARY: &str = env!("CARGO_BIN_EXE_ch16-sessions");
 const IN_SESSIONS: &[&str] = &[
     env!("CARGO_BIN_EXE_ch16-sessions"),
     env!("CARGO_BIN_EXE_ch17-subscriptions"),
+    #[cfg(feature = "authorization")]
     env!("CARGO_BIN_EXE_ch18-authorization"),
 ];
 

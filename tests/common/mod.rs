@@ -7,6 +7,12 @@
 /// per chapter, not one loop, so that a failure names its chapter. Each caller also
 /// checks this list against `chapters::CHAPTERS`, so a chapter added there and not
 /// here fails every one of them.
+///
+/// A chapter whose binaries need a cargo feature (`Chapter::features`) comes with its
+/// `#[cfg(feature = ...)]`, which each caller puts on what it makes of the chapter:
+/// cargo builds such a binary only with the feature on, and without the binary there is
+/// no `CARGO_BIN_EXE_...` for `env!` to read. So the check is against the chapters this
+/// build has (`Chapter::in_this_build`): all of them with `--all-features`.
 macro_rules! every_chapter {
     ($then:ident) => {
         $then! {
@@ -27,6 +33,7 @@ macro_rules! every_chapter {
             ch15_input_required => "ch15-input-required",
             ch16_sessions => "ch16-sessions",
             ch17_subscriptions => "ch17-subscriptions",
+            #[cfg(feature = "authorization")]
             ch18_authorization => "ch18-authorization",
         }
     };
