@@ -138,7 +138,7 @@ impl Chapter {
 }
 
 /// Whether the workbook was compiled with the cargo feature `feature` on. Every feature
-/// a chapter names is one of these (`tests/features.rs` holds them to `Cargo.toml`).
+/// a chapter names is one of these (`tests/dependencies.rs` holds them to `Cargo.toml`).
 pub fn feature_enabled(feature: &str) -> bool {
     match feature {
         "authorization" => cfg!(feature = "authorization"),
