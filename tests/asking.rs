@@ -16,10 +16,8 @@ use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::transcript::HttpResponse;
 use serde_json::{Value, json};
 
-#[path = "common/session_client.rs"]
-#[allow(dead_code)]
-mod session_client;
-use session_client::{open_session, post, request};
+mod common;
+use common::session_client::{open_session, post, request};
 
 const ASKING: &[&str] = &[
     env!("CARGO_BIN_EXE_ch15-input-required"),

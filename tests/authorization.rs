@@ -26,10 +26,8 @@ use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::transcript::HttpResponse;
 use serde_json::{Value, json};
 
-#[path = "common/session_client.rs"]
-#[allow(dead_code)]
-mod session_client;
-use session_client::request;
+mod common;
+use common::session_client::request;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch18-authorization");
 const RESOURCE: &str = "http://127.0.0.1:8080/mcp";

@@ -20,9 +20,8 @@ use std::time::{Duration, Instant};
 
 use mcp_workbook::replay::RunningServer;
 
-#[path = "common/answer.rs"]
-mod answer;
-use answer::read_answer;
+mod common;
+use common::raw::{connect, read_all, read_answer, send, send_then_stop, status};
 
 const STARTER: &str = env!("CARGO_BIN_EXE_ch10-starter");
 const PING_ME: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"PingME"}}"#;
@@ -30,12 +29,6 @@ const PING_ME: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":
 fn start(args: &[&str]) -> RunningServer {
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     RunningServer::start(Path::new(STARTER), &args).expect("the starter starts")
-}
-
-fn connect(address: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    stream
 }
 
 /// A POST of `body` to /mcp with the headers a real client sends, plus `extra` lines.
@@ -46,24 +39,6 @@ fn post(extra: &str, body: &str) -> Vec<u8> {
         body.len()
     )
     .into_bytes()
-}
-
-/// Send `bytes`, then read until the server closes (or 10 s pass). Returns all it said.
-fn send(address: SocketAddr, bytes: &[u8]) -> String {
-    let mut stream = connect(address);
-    stream.write_all(bytes).unwrap();
-    read_all(&mut stream)
-}
-
-fn read_all(stream: &mut TcpStream) -> String {
-    let mut answer = Vec::new();
-    // A reset after some bytes is fine: they were the answer.
-    let _ = stream.read_to_end(&mut answer);
-    String::from_utf8_lossy(&answer).into_owned()
-}
-
-fn status(answer: &str) -> u16 {
-    answer.get(9..12).and_then(|code| code.parse().ok()).unwrap_or_else(|| panic!("no status line in {answer:?}"))
 }
 
 /// The server answers a normal tool call, whole.
@@ -439,10 +414,10 @@ fn a_client_that_never_reads_blocks_nobody() {
     drop(greedy);
 }
 
-/// Send PingME on a kept-alive connection and read its whole answer.
+/// Send PingME on a kept-alive connection and read its whole answer: its body.
 fn call_kept_alive(stream: &mut TcpStream) -> String {
     stream.write_all(&post("", PING_ME)).unwrap();
-    read_answer(stream)
+    read_answer(stream).body
 }
 
 /// The cap on connections: a newcomer past it is served, and the connection idle
@@ -660,14 +635,6 @@ fn tiny_http_alone_strands_a_connection_that_arrives_behind_an_idle_one() {
 // ---------------------------------------------------------------------------
 // Found by a second audit of a release build (issue 10, second round).
 // ---------------------------------------------------------------------------
-
-/// Send `bytes`, stop sending (FIN), and read until the server closes.
-fn send_then_stop(address: SocketAddr, bytes: &[u8]) -> String {
-    let mut stream = connect(address);
-    stream.write_all(bytes).unwrap();
-    stream.shutdown(std::net::Shutdown::Write).unwrap();
-    read_all(&mut stream)
-}
 
 /// A refusal from the door, byte for byte: it has no `Date`, so all of it is fixed.
 fn door_refusal(status_line: &str, message: &str) -> String {

@@ -20,10 +20,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mcp_workbook::replay::{self, RunningServer};
 use serde_json::{Value, json};
 
-#[path = "common/session_client.rs"]
-#[allow(dead_code)]
-mod session_client;
-use session_client::request;
+mod common;
+use common::session_client::request;
 
 /// Every chapter with `requestState`.
 const ASKING: &[&str] = &[

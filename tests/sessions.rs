@@ -19,9 +19,8 @@ use std::time::Duration;
 use mcp_workbook::replay::{self, RunningServer};
 use serde_json::{Value, json};
 
-#[path = "common/session_client.rs"]
-mod session_client;
-use session_client::{open_session, ping_status, post, read_until};
+mod common;
+use common::session_client::{open_session, ping_status, post, read_until};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch16-sessions");
 const IN_SESSIONS: &[&str] = &[

@@ -21,9 +21,8 @@ use std::path::Path;
 use mcp_workbook::replay::{self, RunningServer};
 use serde_json::{Value, json};
 
-#[path = "common/session_client.rs"]
-mod session_client;
-use session_client::{open_session, ping_status, post, read_until, request};
+mod common;
+use common::session_client::{open_session, ping_status, post, read_until, request};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch17-subscriptions");
 const LAST_RUN: &str = "payroll://last-run";

@@ -1,5 +1,13 @@
 //! What several test files share. Each file under `tests/` is a crate of its own, so
-//! they include this module with `#[macro_use] mod common;`.
+//! each includes this module, `#[macro_use] mod common;`, and uses some of it.
+//!
+//! - `every_chapter!`: one test per chapter;
+//! - `raw`: bytes on a socket, for the tests of the HTTP base;
+//! - `session_client`: a client of the chapters with sessions.
+#![allow(dead_code, unused_macros)]
+
+pub mod raw;
+pub mod session_client;
 
 /// `every_chapter!(then)` expands to `then! { ch01_envelope => "ch01-envelope", ... }`:
 /// every chapter as a test name and its binary's name, the one list the per-chapter
