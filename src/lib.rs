@@ -9,10 +9,13 @@
 //! - [`chapters`]: which chapters exist.
 //! - [`starter`]: chapter 10 written out as a crate of your own.
 //! - [`steps`]: what each chapter changed since the one before, as a diff.
+//! - [`regions`]: the marked regions of the chapters' files: the book's anchors, the
+//!   exercises' TODOs.
 
 pub mod chapters;
 pub mod check;
 pub mod http;
+pub mod regions;
 pub mod replay;
 pub mod starter;
 pub mod steps;

@@ -23,6 +23,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::chapters::{CHAPTERS, workbook_root};
+use crate::regions::without_anchors;
 
 /// The chapter the starter is made from.
 pub const CHAPTER: &str = "ch10-starter";
@@ -213,17 +214,6 @@ fn section<'a>(toml: &'a str, name: &str) -> Vec<&'a str> {
         .skip_while(|line| line.trim() != format!("[{name}]"))
         .skip(1)
         .take_while(|line| !line.trim_start().starts_with('['))
-        .collect()
-}
-
-/// The text without the book's `// ANCHOR: name` and `// ANCHOR_END: name` lines.
-fn without_anchors(text: &str) -> String {
-    text.lines()
-        .filter(|line| {
-            let line = line.trim_start();
-            !(line.starts_with("// ANCHOR: ") || line.starts_with("// ANCHOR_END: "))
-        })
-        .flat_map(|line| [line, "\n"])
         .collect()
 }
 

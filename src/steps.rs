@@ -96,12 +96,7 @@ fn file_diff(old_label: &str, new_label: &str, old: &str, new: &str) -> String {
 
 /// The lines of a source file as the book shows it: without `// ANCHOR:` lines.
 fn code_lines(text: &str) -> Vec<&str> {
-    text.lines()
-        .filter(|line| {
-            let line = line.trim_start();
-            !(line.starts_with("// ANCHOR: ") || line.starts_with("// ANCHOR_END: "))
-        })
-        .collect()
+    text.lines().filter(|line| !crate::regions::is_anchor_line(line)).collect()
 }
 
 #[cfg(test)]
