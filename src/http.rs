@@ -19,8 +19,8 @@
 //! the whole story.
 //!
 //! All MCP knowledge lives in the chapters. This file depends on nothing but the
-//! standard library and `tiny_http`, so the starter (chapter 10) can carry a copy of it
-//! into a crate of your own.
+//! standard library and `tiny_http`, so the starters (chapter 10's, and with `--full` the
+//! last chapter's) carry a copy of it into a crate of your own.
 
 // ANCHOR: types
 use std::collections::HashMap;

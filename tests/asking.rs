@@ -1,7 +1,8 @@
 //! Asking the client, as chapters 15 and 16 teach it, held in every chapter that asks.
-//! Chapter 15's and 16's transcripts show each rule; chapter 17's is about
-//! subscriptions, and chapter 17 is the full starter a reader copies, so these tests run
-//! the same rules against all three:
+//! Chapter 15's and 16's transcripts show each rule; a later chapter's transcript is
+//! about its own piece, and the last chapter is the full starter a reader copies, so
+//! these tests run the same rules against every chapter that asks (from 15; in a
+//! session, from 16):
 //! - a form goes only to a client that takes forms (`elicitation` empty or with `form`),
 //!   in both eras (`2025-11-25/client/elicitation.mdx` and 2026-07-28's, Capabilities);
 //! - a 2026-07-28 `requestState` is used once (`2026-07-28/basic/patterns/mrtr.mdx`,
@@ -17,21 +18,18 @@ use mcp_workbook::transcript::HttpResponse;
 use serde_json::{Value, json};
 
 mod common;
+use common::chapter_binaries_from;
 use common::session_client::{open_session, post, request};
 
-const ASKING: &[&str] = &[
-    env!("CARGO_BIN_EXE_ch15-input-required"),
-    env!("CARGO_BIN_EXE_ch16-sessions"),
-    env!("CARGO_BIN_EXE_ch17-subscriptions"),
-    #[cfg(feature = "authorization")]
-    env!("CARGO_BIN_EXE_ch18-authorization"),
-];
-const IN_SESSIONS: &[&str] = &[
-    env!("CARGO_BIN_EXE_ch16-sessions"),
-    env!("CARGO_BIN_EXE_ch17-subscriptions"),
-    #[cfg(feature = "authorization")]
-    env!("CARGO_BIN_EXE_ch18-authorization"),
-];
+/// Every chapter that asks the client: chapter 15 adds it.
+fn asking() -> Vec<String> {
+    chapter_binaries_from(15)
+}
+
+/// Every chapter that asks in a session: chapter 16 adds sessions.
+fn in_sessions() -> Vec<String> {
+    chapter_binaries_from(16)
+}
 
 /// A 2026-07-28 call of `approve_payroll` from a client that declares `capabilities`,
 /// with `extra` params (the state, the answer).
@@ -54,7 +52,7 @@ fn call_2026(address: SocketAddr, id: u64, capabilities: Value, extra: Value) ->
 
 #[test]
 fn a_form_goes_only_to_a_client_that_takes_forms_2026() {
-    for binary in ASKING {
+    for binary in &asking() {
         let server = RunningServer::start(Path::new(binary), &[]).expect("the server starts");
         let (answer, url_only) = call_2026(server.address, 1, json!({ "elicitation": { "url": {} } }), json!({}));
         assert_eq!(answer.status, 400, "{binary}: {}", answer.body);
@@ -69,7 +67,7 @@ fn a_form_goes_only_to_a_client_that_takes_forms_2026() {
 
 #[test]
 fn an_approved_retry_runs_once() {
-    for binary in ASKING {
+    for binary in &asking() {
         let server = RunningServer::start(Path::new(binary), &[]).expect("the server starts");
         let forms = || json!({ "elicitation": {} });
         let (_, asked) = call_2026(server.address, 1, forms(), json!({}));
@@ -91,7 +89,7 @@ fn call_in_session(address: SocketAddr, session: &str) -> String {
 
 #[test]
 fn a_session_is_asked_only_after_initialized_and_only_in_forms() {
-    for binary in IN_SESSIONS {
+    for binary in &in_sessions() {
         let server = RunningServer::start(Path::new(binary), &[]).expect("the server starts");
         // `initialize` alone: the session is open, but the handshake is not done.
         let params = json!({ "protocolVersion": "2025-11-25", "capabilities": { "elicitation": {} }, "clientInfo": { "name": "test", "version": "1" } });

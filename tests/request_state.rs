@@ -1,6 +1,7 @@
-//! 2026-07-28's `requestState` (chapter 15, carried by 16 and 17), checked in each of
-//! chapters 15 to 17 where a transcript cannot show it. A transcript runs one server, on
-//! a fixed clock, and shows a state used once and refused the second time. Here:
+//! 2026-07-28's `requestState` (chapter 15, carried by every chapter after it), checked
+//! in each chapter that has it, where a transcript cannot show it. A transcript runs one
+//! server, on a fixed clock, and shows a state used once and refused the second time.
+//! Here:
 //! - the record of used states is bounded, and when full refuses early rather than
 //!   forget a state that could come back (mrtr.mdx, Server Requirements 5: a state to
 //!   be consumed at most once is enforced so by the server). Filling the real record
@@ -21,16 +22,13 @@ use mcp_workbook::replay::{self, RunningServer};
 use serde_json::{Value, json};
 
 mod common;
+use common::chapter_binaries_from;
 use common::session_client::request;
 
-/// Every chapter with `requestState`.
-const ASKING: &[&str] = &[
-    env!("CARGO_BIN_EXE_ch15-input-required"),
-    env!("CARGO_BIN_EXE_ch16-sessions"),
-    env!("CARGO_BIN_EXE_ch17-subscriptions"),
-    #[cfg(feature = "authorization")]
-    env!("CARGO_BIN_EXE_ch18-authorization"),
-];
+/// Every chapter with `requestState`: chapter 15 adds it.
+fn asking() -> Vec<String> {
+    chapter_binaries_from(15)
+}
 
 /// A `--state-key`, and the same 16 bytes.
 const STATE_KEY: &str = "f0e1d2c3b4a5968778695a4b3c2d1e0f";
@@ -87,7 +85,7 @@ fn approve(address: SocketAddr, state: &str) -> String {
 /// early, none is used twice.
 #[test]
 fn the_record_of_used_states_when_full_refuses_early_rather_than_forget() {
-    for binary in ASKING {
+    for binary in &asking() {
         let server =
             start(binary, &["--state-key", STATE_KEY, "--fixed-clock", "1800000000", "--max-used-states", "2"]);
         let states: Vec<String> = (0..4).map(|_| new_state(server.address)).collect();
@@ -107,7 +105,7 @@ fn the_record_of_used_states_when_full_refuses_early_rather_than_forget() {
 #[test]
 fn a_restarted_server_refuses_the_states_issued_before_it_started() {
     let now = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    for binary in ASKING {
+    for binary in &asking() {
         let before = start(binary, &["--state-key", STATE_KEY]);
         let state = new_state(before.address);
         drop(before);
@@ -134,7 +132,7 @@ fn the_tag_of_a_state_is_siphash_2_4_of_its_body_under_the_state_key() {
     assert_eq!(siphash_2_4(&paper_key, b""), 0x726f_db47_dd0e_0e31);
     assert_eq!(siphash_2_4(&paper_key, &message), 0xa129_ca61_49be_45e5);
 
-    for binary in ASKING {
+    for binary in &asking() {
         let server = start(binary, &["--state-key", STATE_KEY]);
         let state = new_state(server.address);
         let (body, tag) = state.rsplit_once('.').expect("BODY.TAG");

@@ -1,13 +1,14 @@
-//! Sessions (chapter 16, carried by 17) where a transcript cannot show them:
+//! Sessions (chapter 16, carried by every chapter after it) where a transcript cannot
+//! show them:
 //! - an answer counts only in the session that was asked: a client acts once while a
 //!   transcript's stream comes in, so it cannot send a wrong answer and then the right
 //!   one to the same waiting call. Here a second client tries to answer the first
 //!   client's question, and the first client then answers it;
 //! - opening one more session than `--max-sessions` ends the one idle longest, not the
 //!   oldest: chapter 16's transcript shows a session ended to make room, but the one it
-//!   ends is both (checked in chapters 16 and 17);
+//!   ends is both (checked in every chapter with sessions);
 //! - a session idle too long ends (`SESSION_IDLE_TIME`, half an hour; the hidden flag
-//!   `--session-idle-secs` makes it a second), in chapters 16 and 17;
+//!   `--session-idle-secs` makes it a second), in every chapter with sessions;
 //! - `--session-prefix` begins every id with the instance's prefix, for a proxy to route
 //!   the session by (the appendix "Behind a reverse proxy"; `tests/interop/run proxy`
 //!   runs it behind nginx), and refuses a prefix the spec would not allow in an id.
@@ -20,15 +21,15 @@ use mcp_workbook::replay::{self, RunningServer};
 use serde_json::{Value, json};
 
 mod common;
+use common::chapter_binaries_from;
 use common::session_client::{open_session, ping_status, post, read_until};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch16-sessions");
-const IN_SESSIONS: &[&str] = &[
-    env!("CARGO_BIN_EXE_ch16-sessions"),
-    env!("CARGO_BIN_EXE_ch17-subscriptions"),
-    #[cfg(feature = "authorization")]
-    env!("CARGO_BIN_EXE_ch18-authorization"),
-];
+
+/// Every chapter with sessions: chapter 16 adds them.
+fn in_sessions() -> Vec<String> {
+    chapter_binaries_from(16)
+}
 
 #[test]
 fn an_answer_counts_only_in_the_session_that_was_asked() {
@@ -62,7 +63,7 @@ fn an_answer_counts_only_in_the_session_that_was_asked() {
 
 #[test]
 fn opening_one_session_too_many_ends_the_one_idle_longest() {
-    for binary in IN_SESSIONS {
+    for binary in &in_sessions() {
         let server = RunningServer::start(Path::new(binary), &["--max-sessions".into(), "2".into()]).unwrap();
         let first = open_session(server.address, json!({}));
         let second = open_session(server.address, json!({}));
@@ -77,7 +78,7 @@ fn opening_one_session_too_many_ends_the_one_idle_longest() {
 
 #[test]
 fn a_session_idle_too_long_ends() {
-    for binary in IN_SESSIONS {
+    for binary in &in_sessions() {
         let args = ["--session-idle-secs".into(), "1".into()];
         let server = RunningServer::start(Path::new(binary), &args).unwrap();
         // `initialize` alone opens the session: one request, so that no other has to come
@@ -93,7 +94,7 @@ fn a_session_idle_too_long_ends() {
 
 #[test]
 fn session_ids_begin_with_the_instance_prefix() {
-    for binary in IN_SESSIONS {
+    for binary in &in_sessions() {
         let server = RunningServer::start(Path::new(binary), &["--session-prefix".into(), "a-".into()]).unwrap();
         let session = open_session(server.address, json!({}));
         // The prefix, then the 32 hex digits that are the secret, unchanged.

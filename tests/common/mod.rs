@@ -1,13 +1,18 @@
 //! What several test files share. Each file under `tests/` is a crate of its own, so
 //! each includes this module, `#[macro_use] mod common;`, and uses some of it.
 //!
-//! - `every_chapter!`: one test per chapter;
+//! - `every_chapter!`: one test per chapter; `chapter_binaries_from`: the chapters that
+//!   carry a piece, from the one that adds it on;
 //! - `raw`: bytes on a socket, for the tests of the HTTP base;
 //! - `session_client`: a client of the chapters with sessions.
 #![allow(dead_code, unused_macros)]
 
 pub mod raw;
 pub mod session_client;
+
+use std::path::Path;
+
+use mcp_workbook::chapters::CHAPTERS;
 
 /// `every_chapter!(then)` expands to `then! { ch01_envelope => "ch01-envelope", ... }`:
 /// every chapter as a test name and its binary's name, the one list the per-chapter
@@ -45,4 +50,25 @@ macro_rules! every_chapter {
             ch18_authorization => "ch18-authorization",
         }
     };
+}
+
+/// The binaries of chapter `first` and of every chapter after it that this build has,
+/// in order: for the tests of a piece that chapter `first` adds and every later chapter
+/// carries. The list is `chapters::CHAPTERS`'s, so a new chapter joins it by itself; a
+/// chapter whose features this build lacks (`Chapter::in_this_build`: 18 without
+/// `--all-features`) has no binary, and is left out.
+pub fn chapter_binaries_from(first: u8) -> Vec<String> {
+    assert!(CHAPTERS.iter().any(|chapter| chapter.number == first), "there is no chapter {first}");
+    // Cargo puts every binary of the package in one folder (`CARGO_BIN_EXE_*`).
+    let folder = Path::new(env!("CARGO_BIN_EXE_workbook")).parent().expect("the binaries' folder");
+    let chapters = CHAPTERS.iter().filter(|chapter| chapter.number >= first && chapter.in_this_build());
+    let binaries: Vec<String> = chapters
+        .map(|chapter| {
+            let binary = folder.join(format!("{}{}", chapter.name, std::env::consts::EXE_SUFFIX));
+            assert!(binary.is_file(), "{} is not built", binary.display());
+            binary.display().to_string()
+        })
+        .collect();
+    assert!(!binaries.is_empty(), "this build has no chapter from {first} on");
+    binaries
 }
