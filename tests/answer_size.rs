@@ -6,11 +6,9 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::time::Duration;
 
 use mcp_workbook::chapters::CHAPTERS;
-use mcp_workbook::replay::RunningServer;
 
 #[macro_use]
 mod common;
@@ -39,7 +37,7 @@ fn call_ping_me(address: SocketAddr, arguments: &str) -> String {
 
 fn answers_stay_small(name: &str, binary: &str) {
     let chapter = CHAPTERS.iter().find(|c| c.name == name).unwrap();
-    let server = RunningServer::start(Path::new(binary), &[]).expect("the chapter starts");
+    let server = common::start(binary, &[]);
     // About 1 MiB of short names the tool does not take: ~100,000 wrong arguments.
     let many: Vec<String> = (0..100_000).map(|i| format!(r#""{i:x}":0"#)).collect();
     // One name of 1 MiB.

@@ -11,15 +11,14 @@
 //!   (`2025-11-25/basic/lifecycle.mdx`, Initialization).
 
 use std::net::SocketAddr;
-use std::path::Path;
 
-use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::replay;
 use mcp_workbook::transcript::HttpResponse;
 use serde_json::{Value, json};
 
 mod common;
-use common::chapter_binaries_from;
 use common::session_client::{open_session, post, request};
+use common::{chapter_binaries_from, start};
 
 /// Every chapter that asks the client: chapter 15 adds it.
 fn asking() -> Vec<String> {
@@ -53,7 +52,7 @@ fn call_2026(address: SocketAddr, id: u64, capabilities: Value, extra: Value) ->
 #[test]
 fn a_form_goes_only_to_a_client_that_takes_forms_2026() {
     for binary in &asking() {
-        let server = RunningServer::start(Path::new(binary), &[]).expect("the server starts");
+        let server = start(binary, &[]);
         let (answer, url_only) = call_2026(server.address, 1, json!({ "elicitation": { "url": {} } }), json!({}));
         assert_eq!(answer.status, 400, "{binary}: {}", answer.body);
         assert_eq!(url_only["error"]["code"], -32021, "{binary}");
@@ -68,7 +67,7 @@ fn a_form_goes_only_to_a_client_that_takes_forms_2026() {
 #[test]
 fn an_approved_retry_runs_once() {
     for binary in &asking() {
-        let server = RunningServer::start(Path::new(binary), &[]).expect("the server starts");
+        let server = start(binary, &[]);
         let forms = || json!({ "elicitation": {} });
         let (_, asked) = call_2026(server.address, 1, forms(), json!({}));
         let state = asked["result"]["requestState"].clone();
@@ -90,7 +89,7 @@ fn call_in_session(address: SocketAddr, session: &str) -> String {
 #[test]
 fn a_session_is_asked_only_after_initialized_and_only_in_forms() {
     for binary in &in_sessions() {
-        let server = RunningServer::start(Path::new(binary), &[]).expect("the server starts");
+        let server = start(binary, &[]);
         // `initialize` alone: the session is open, but the handshake is not done.
         let params = json!({ "protocolVersion": "2025-11-25", "capabilities": { "elicitation": {} }, "clientInfo": { "name": "test", "version": "1" } });
         let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params });

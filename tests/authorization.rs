@@ -15,7 +15,6 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -99,11 +98,9 @@ impl Documents {
     }
 }
 
+/// The chapter's server, the protected resource `RESOURCE`, with `args`.
 fn start(args: &[&str]) -> RunningServer {
-    let mut all = vec!["--resource", RESOURCE];
-    all.extend_from_slice(args);
-    let all: Vec<String> = all.iter().map(|arg| arg.to_string()).collect();
-    RunningServer::start(Path::new(BINARY), &all).expect("the server starts")
+    common::start(BINARY, &[&["--resource", RESOURCE], args].concat())
 }
 
 /// A `tools/call` of `PingME` with `token`.

@@ -14,7 +14,6 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -26,9 +25,9 @@ use common::raw::{connect, read_all, read_answer, send, send_then_stop, status};
 const STARTER: &str = env!("CARGO_BIN_EXE_ch10-starter");
 const PING_ME: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"PingME"}}"#;
 
+/// The starter, with `args`.
 fn start(args: &[&str]) -> RunningServer {
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    RunningServer::start(Path::new(STARTER), &args).expect("the starter starts")
+    common::start(STARTER, args)
 }
 
 /// A POST of `body` to /mcp with the headers a real client sends, plus `extra` lines.

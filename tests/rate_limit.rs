@@ -19,7 +19,6 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::time::Duration;
 
 use mcp_workbook::replay::{self, RunningServer};
@@ -38,9 +37,9 @@ fn rate_limited() -> Vec<String> {
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 const MAX_CALLERS: usize = 1024;
 
+/// The chapter's server, `binary`, with a share of `per_minute` calls a minute.
 fn start(binary: &str, per_minute: usize) -> RunningServer {
-    let args = ["--max-calls-per-minute".to_string(), per_minute.to_string()];
-    RunningServer::start(Path::new(binary), &args).expect("the server starts")
+    common::start(binary, &["--max-calls-per-minute", &per_minute.to_string()])
 }
 
 /// A `tools/call` of `PingME` (every chapter from 10 has it) on `stream`: the answer.

@@ -15,15 +15,14 @@
 //!   instance behind one load balancer must make the same.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::replay;
 use serde_json::{Value, json};
 
 mod common;
-use common::chapter_binaries_from;
 use common::session_client::request;
+use common::{chapter_binaries_from, start};
 
 /// Every chapter with `requestState`: chapter 15 adds it.
 fn asking() -> Vec<String> {
@@ -40,11 +39,6 @@ const RAN: &str = "Payroll approved by the user and run for this week.";
 const USED: &str = "Invalid params: `requestState` has been used already; call the tool again without it";
 const OLDER: &str =
     "Invalid params: `requestState` is older than this server's record of used states; call the tool again without it";
-
-fn start(binary: &str, args: &[&str]) -> RunningServer {
-    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
-    RunningServer::start(Path::new(binary), &args).expect("the server starts")
-}
 
 /// A 2026-07-28 call of `approve_payroll` from a client that takes forms, with `extra`
 /// params (the state, the answer): the JSON-RPC message that answers it.

@@ -14,15 +14,14 @@
 //!   runs it behind nginx), and refuses a prefix the spec would not allow in an id.
 
 use std::io::Read;
-use std::path::Path;
 use std::time::Duration;
 
-use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::replay;
 use serde_json::{Value, json};
 
 mod common;
-use common::chapter_binaries_from;
 use common::session_client::{open_session, ping_status, post, read_until};
+use common::{chapter_binaries_from, start};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch16-sessions");
 
@@ -33,7 +32,7 @@ fn in_sessions() -> Vec<String> {
 
 #[test]
 fn an_answer_counts_only_in_the_session_that_was_asked() {
-    let server = RunningServer::start(Path::new(BINARY), &[]).expect("the server starts");
+    let server = start(BINARY, &[]);
     let forms = || json!({ "elicitation": {} });
     let (asked, other) = (open_session(server.address, forms()), open_session(server.address, forms()));
     assert_ne!(asked, other);
@@ -64,7 +63,7 @@ fn an_answer_counts_only_in_the_session_that_was_asked() {
 #[test]
 fn opening_one_session_too_many_ends_the_one_idle_longest() {
     for binary in &in_sessions() {
-        let server = RunningServer::start(Path::new(binary), &["--max-sessions".into(), "2".into()]).unwrap();
+        let server = start(binary, &["--max-sessions", "2"]);
         let first = open_session(server.address, json!({}));
         let second = open_session(server.address, json!({}));
         // The first, opened first, is used again: now the second is the one idle longest.
@@ -79,8 +78,7 @@ fn opening_one_session_too_many_ends_the_one_idle_longest() {
 #[test]
 fn a_session_idle_too_long_ends() {
     for binary in &in_sessions() {
-        let args = ["--session-idle-secs".into(), "1".into()];
-        let server = RunningServer::start(Path::new(binary), &args).unwrap();
+        let server = start(binary, &["--session-idle-secs", "1"]);
         // `initialize` alone opens the session: one request, so that no other has to come
         // within the second.
         let params = json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "test", "version": "1" } });
@@ -95,7 +93,7 @@ fn a_session_idle_too_long_ends() {
 #[test]
 fn session_ids_begin_with_the_instance_prefix() {
     for binary in &in_sessions() {
-        let server = RunningServer::start(Path::new(binary), &["--session-prefix".into(), "a-".into()]).unwrap();
+        let server = start(binary, &["--session-prefix", "a-"]);
         let session = open_session(server.address, json!({}));
         // The prefix, then the 32 hex digits that are the secret, unchanged.
         let secret = session.strip_prefix("a-").unwrap_or_else(|| panic!("{binary}: {session} begins with a-"));

@@ -2,7 +2,7 @@
 //! each includes this module, `#[macro_use] mod common;`, and uses some of it.
 //!
 //! - `every_chapter!`: one test per chapter; `chapter_binaries_from`: the chapters that
-//!   carry a piece, from the one that adds it on;
+//!   carry a piece, from the one that adds it on; `start`: a chapter's server;
 //! - `raw`: bytes on a socket, for the tests of the HTTP base;
 //! - `session_client`: a client of the chapters with sessions.
 #![allow(dead_code, unused_macros)]
@@ -13,6 +13,7 @@ pub mod session_client;
 use std::path::Path;
 
 use mcp_workbook::chapters::CHAPTERS;
+use mcp_workbook::replay::RunningServer;
 
 /// `every_chapter!(then)` expands to `then! { ch01_envelope => "ch01-envelope", ... }`:
 /// every chapter as a test name and its binary's name, the one list the per-chapter
@@ -71,4 +72,11 @@ pub fn chapter_binaries_from(first: u8) -> Vec<String> {
         .collect();
     assert!(!binaries.is_empty(), "this build has no chapter from {first} on");
     binaries
+}
+
+/// A chapter's server, `binary ARGS...`, started on a free port (`RunningServer::start`);
+/// stopped when dropped. A server that does not start fails the test, saying why.
+pub fn start(binary: &str, args: &[&str]) -> RunningServer {
+    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+    RunningServer::start(Path::new(binary), &args).unwrap_or_else(|e| panic!("{binary} does not start: {e}"))
 }
