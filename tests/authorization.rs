@@ -13,7 +13,7 @@
 //!   are refused off the loopback.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -21,6 +21,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use mcp_workbook::http;
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::transcript::HttpResponse;
 use serde_json::{Value, json};
@@ -49,8 +50,9 @@ fn token_until(issuer: &str, subject: &str, scope: &str, pem: &[u8], kid: &str, 
     encode(&header, &claims, &EncodingKey::from_ec_pem(pem).unwrap()).unwrap()
 }
 
-/// A tiny authorization server: it answers GETs of the paths it was given, `404`
-/// otherwise, and counts the requests for each path.
+/// A tiny authorization server: it answers the paths it was given with their JSON,
+/// `404` otherwise, and counts the requests for each path. The workbook's HTTP base
+/// serves it, in this process.
 #[derive(Clone)]
 struct Documents {
     address: SocketAddr,
@@ -65,22 +67,13 @@ impl Documents {
             Documents { address: listener.local_addr().unwrap(), served: Arc::default(), asked: Arc::default() };
         let server = documents.clone();
         thread::spawn(move || {
-            for stream in listener.incoming().map_while(Result::ok) {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                let _ = reader.read_line(&mut line);
-                let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                // The rest of the head, up to the blank line.
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {}
-                *server.asked.lock().unwrap().entry(path.clone()).or_default() += 1;
-                let body = server.served.lock().unwrap().get(&path).cloned();
-                let (status, body) = body.map_or(("404 Not Found", String::new()), |body| ("200 OK", body));
-                let _ = write!(
-                    &stream,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
+            http::serve_listener(listener, http::Config::default(), move |request| {
+                *server.asked.lock().unwrap().entry(request.path.clone()).or_default() += 1;
+                match server.served.lock().unwrap().get(&request.path) {
+                    Some(body) => http::Response::json(200, body.clone()),
+                    None => http::Response::empty(404),
+                }
+            })
         });
         documents
     }
