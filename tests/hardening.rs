@@ -7,7 +7,7 @@
 //! before it takes a worker's turn. So a client that sends half its headers, half a
 //! small body or half a large one holds only its own connection's thread, never a
 //! worker, even when there is only one. (A slow tool holds its turn until it returns:
-//! `tests/base.rs` shows that with a handler that waits.)
+//! `tests/http/answers.rs` shows that with a handler that waits.)
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
