@@ -66,8 +66,8 @@ enum Action {
         /// The crate's (and its binary's) name. Default: the folder's name.
         #[arg(long)]
         name: Option<String>,
-        /// Write the full starter instead: the last chapter, with resources, prompts,
-        /// completion, streamed calls and a tool that asks the user, next to the tools.
+        /// Write the full starter instead: the last chapter, with every piece the book
+        /// adds after chapter 10 (resources, prompts, ..., authorization) next to the tools.
         #[arg(long)]
         full: bool,
     },
