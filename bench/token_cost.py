@@ -5,7 +5,7 @@
 requests one after another, so the difference is the check itself. Prints the median
 microseconds per request of five runs of 3,000 requests each.
 
-    cargo build --release --bin ch18-authorization --example mint-token
+    cargo build --release --features authorization --bin ch18-authorization --example mint-token
     python3 bench/token_cost.py
 
 The chapter's page quotes its numbers (*The crates*). For RS256, point `--jwks` at a JWK

@@ -571,11 +571,11 @@ mod tests {
     /// Chapters 1 and 2 of one file each; 3 to 5 a crate each, whose piece is the file
     /// the exercise copies.
     const CHAPTERS: &[Chapter] = &[
-        Chapter { number: 1, name: "ch01-one", title: "One", piece: None },
-        Chapter { number: 2, name: "ch02-two", title: "Two", piece: None },
-        Chapter { number: 3, name: "ch03-three", title: "Three", piece: Some("wire") },
-        Chapter { number: 4, name: "ch04-four", title: "Four", piece: Some("extra") },
-        Chapter { number: 5, name: "ch05-five", title: "Five", piece: Some("more") },
+        Chapter { number: 1, name: "ch01-one", title: "One", piece: None, features: &[] },
+        Chapter { number: 2, name: "ch02-two", title: "Two", piece: None, features: &[] },
+        Chapter { number: 3, name: "ch03-three", title: "Three", piece: Some("wire"), features: &[] },
+        Chapter { number: 4, name: "ch04-four", title: "Four", piece: Some("extra"), features: &[] },
+        Chapter { number: 5, name: "ch05-five", title: "Five", piece: Some("more"), features: &[] },
     ];
 
     /// A file of numbered lines that say something, `fn line_K() {}`, for K in `lines`.

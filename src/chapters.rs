@@ -25,46 +25,54 @@ pub struct Chapter {
     /// The module a Part III chapter adds (`resources` for `resources.rs`), which its
     /// exercise stands in for; `None` for a chapter that is one file.
     pub piece: Option<&'static str>,
+    /// The cargo features its binaries need (their `required-features` in `Cargo.toml`):
+    /// `authorization` for chapter 18, whose two crates no other chapter builds. What
+    /// builds a chapter's binary passes them ([`Chapter::cargo_features`]).
+    pub features: &'static [&'static str],
 }
 
 pub const CHAPTERS: &[Chapter] = &[
-    Chapter { number: 1, name: "ch01-envelope", title: "The JSON-RPC envelope", piece: None },
-    Chapter { number: 2, name: "ch02-handshake", title: "The initialize handshake", piece: None },
-    Chapter { number: 3, name: "ch03-tools-list", title: "tools/list: offering tools", piece: None },
-    Chapter { number: 4, name: "ch04-tools-call", title: "tools/call: running tools", piece: None },
-    Chapter { number: 5, name: "ch05-errors", title: "Errors: three layers of failure", piece: None },
-    Chapter { number: 6, name: "ch06-structured-output", title: "Structured output", piece: None },
-    Chapter { number: 7, name: "ch07-hardening", title: "Hardening", piece: None },
-    Chapter { number: 8, name: "ch08-stateless", title: "Stateless MCP (2026-07-28)", piece: None },
-    Chapter { number: 9, name: "ch09-stdio", title: "stdio", piece: None },
-    Chapter { number: 10, name: "ch10-starter", title: "The starter", piece: None },
-    Chapter { number: 11, name: "ch11-resources", title: "Resources", piece: Some("resources") },
-    Chapter { number: 12, name: "ch12-prompts", title: "Prompts", piece: Some("prompts") },
-    Chapter { number: 13, name: "ch13-completion", title: "Completion", piece: Some("completion") },
-    Chapter { number: 14, name: "ch14-streaming", title: "Streaming a call", piece: Some("streaming") },
+    Chapter { number: 1, name: "ch01-envelope", title: "The JSON-RPC envelope", piece: None, features: &[] },
+    Chapter { number: 2, name: "ch02-handshake", title: "The initialize handshake", piece: None, features: &[] },
+    Chapter { number: 3, name: "ch03-tools-list", title: "tools/list: offering tools", piece: None, features: &[] },
+    Chapter { number: 4, name: "ch04-tools-call", title: "tools/call: running tools", piece: None, features: &[] },
+    Chapter { number: 5, name: "ch05-errors", title: "Errors: three layers of failure", piece: None, features: &[] },
+    Chapter { number: 6, name: "ch06-structured-output", title: "Structured output", piece: None, features: &[] },
+    Chapter { number: 7, name: "ch07-hardening", title: "Hardening", piece: None, features: &[] },
+    Chapter { number: 8, name: "ch08-stateless", title: "Stateless MCP (2026-07-28)", piece: None, features: &[] },
+    Chapter { number: 9, name: "ch09-stdio", title: "stdio", piece: None, features: &[] },
+    Chapter { number: 10, name: "ch10-starter", title: "The starter", piece: None, features: &[] },
+    Chapter { number: 11, name: "ch11-resources", title: "Resources", piece: Some("resources"), features: &[] },
+    Chapter { number: 12, name: "ch12-prompts", title: "Prompts", piece: Some("prompts"), features: &[] },
+    Chapter { number: 13, name: "ch13-completion", title: "Completion", piece: Some("completion"), features: &[] },
+    Chapter { number: 14, name: "ch14-streaming", title: "Streaming a call", piece: Some("streaming"), features: &[] },
     Chapter {
         number: 15,
         name: "ch15-input-required",
         title: "input_required: asking the client (2026-07-28)",
         piece: Some("input_required"),
+        features: &[],
     },
     Chapter {
         number: 16,
         name: "ch16-sessions",
         title: "Sessions: asking the client mid-call",
         piece: Some("sessions"),
+        features: &[],
     },
     Chapter {
         number: 17,
         name: "ch17-subscriptions",
         title: "Subscriptions: the session's own stream",
         piece: Some("subscriptions"),
+        features: &[],
     },
     Chapter {
         number: 18,
         name: "ch18-authorization",
         title: "Authorization: the server as an OAuth resource server",
         piece: Some("authorization"),
+        features: &["authorization"],
     },
 ];
 
@@ -113,6 +121,28 @@ impl Chapter {
     /// The exercise's binary: `ch01-envelope-exercise`.
     pub fn exercise_binary(&self) -> String {
         format!("{}-exercise", self.name)
+    }
+
+    /// The arguments that give `cargo build` the chapter's features: `--features
+    /// authorization` for chapter 18, nothing for a chapter that needs none.
+    pub fn cargo_features(&self) -> Vec<String> {
+        if self.features.is_empty() { Vec::new() } else { vec!["--features".into(), self.features.join(",")] }
+    }
+
+    /// Whether the workbook as built now has the chapter's features on. Cargo builds a
+    /// binary only with its `required-features`, so only then are the chapter's binaries
+    /// there for the tests to run (`cargo test` without `--all-features` skips chapter 18).
+    pub fn in_this_build(&self) -> bool {
+        self.features.iter().all(|feature| feature_enabled(feature))
+    }
+}
+
+/// Whether the workbook was compiled with the cargo feature `feature` on. Every feature
+/// a chapter names is one of these (`tests/dependencies.rs` holds them to `Cargo.toml`).
+pub fn feature_enabled(feature: &str) -> bool {
+    match feature {
+        "authorization" => cfg!(feature = "authorization"),
+        other => panic!("src/chapters.rs knows no cargo feature {other:?}: add it to `feature_enabled`"),
     }
 }
 
@@ -174,7 +204,8 @@ mod tests {
 
     #[test]
     fn an_exercise_root_takes_the_piece_from_the_exercise() {
-        let chapter = Chapter { number: 11, name: "ch11-resources", title: "Resources", piece: Some("resources") };
+        let chapter =
+            Chapter { number: 11, name: "ch11-resources", title: "Resources", piece: Some("resources"), features: &[] };
         let main = "//! The map.\nuse std::io;\nmod jsonrpc;\nmod resources;\nfn main() {}\n";
         let root = exercise_root(&chapter, main);
         let path = |file: &str| format!("{:?}", chapter.folder().join(file).display().to_string());

@@ -11,16 +11,15 @@
 //! 3. has `tiny_http` write the [`Response`] value the handler returns (status line,
 //!    `Date`, `Content-Length`, no body for `HEAD`), and sends it.
 //!
-//! The door is the one reader of the bytes a client sends. The base used to hand the
-//! connection to `tiny_http`'s server behind a door that read the headers too; where
-//! the two read the same bytes differently, one request became two (request
-//! smuggling), and `tiny_http` also read an unread body into a buffer the size the
-//! client declared (100 GB aborted the process). The book's page on the base tells
-//! the whole story.
+//! The door is the one reader of the bytes a client sends: where two readers of the
+//! same bytes disagree on where a request ends, one request becomes two (request
+//! smuggling), so `tiny_http` writes answers and reads nothing. A body is read up to the
+//! limit and no further, never into a buffer the size the client declares. The book's
+//! page on the base shows each attack and what the door answers.
 //!
 //! All MCP knowledge lives in the chapters. This file depends on nothing but the
-//! standard library and `tiny_http`, so the starter (chapter 10) can carry a copy of it
-//! into a crate of your own.
+//! standard library and `tiny_http`, so the starters (chapter 10's, and with `--full` the
+//! last chapter's) carry a copy of it into a crate of your own.
 
 // ANCHOR: types
 use std::collections::HashMap;

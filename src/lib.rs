@@ -7,14 +7,18 @@
 //!   (`src/replay.rs`, and its pieces, one concern a file, in `src/replay/`).
 //! - [`check`]: the learner's check: the replay, told in plain words.
 //! - [`chapters`]: which chapters exist.
-//! - [`starter`]: chapter 10 written out as a crate of your own.
+//! - [`starter`]: the starter (chapter 10), or with `--full` the last chapter, written
+//!   out as a crate of your own.
 //! - [`steps`]: what each chapter changed since the one before, as a diff.
 //! - [`carry`]: a change made to one chapter's file, merged into the later chapters'.
+//! - [`regions`]: the marked regions of the chapters' files: the book's anchors, the
+//!   exercises' TODOs.
 
 pub mod carry;
 pub mod chapters;
 pub mod check;
 pub mod http;
+pub mod regions;
 pub mod replay;
 pub mod starter;
 pub mod steps;

@@ -99,8 +99,8 @@ enum Action {
         /// The crate's (and its binary's) name. Default: the folder's name.
         #[arg(long)]
         name: Option<String>,
-        /// Write the full starter instead: the last chapter, with resources, prompts,
-        /// completion, streamed calls and a tool that asks the user, next to the tools.
+        /// Write the full starter instead: the last chapter, with every piece the book
+        /// adds after chapter 10 (resources, prompts, ..., authorization) next to the tools.
         #[arg(long)]
         full: bool,
     },
@@ -152,11 +152,13 @@ fn load_transcript(chapter: &Chapter) -> Result<(String, Transcript), String> {
     Ok((text, parsed))
 }
 
-/// Build a binary, so a check never runs stale code, and give its path.
-fn build(binary: &str) -> Result<PathBuf, String> {
+/// Build one of `chapter`'s binaries, with the features the chapter needs, so a check
+/// never runs stale code, and give its path.
+fn build(chapter: &Chapter, binary: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .args(["build", "--quiet", "--bin", binary])
+        .args(chapter.cargo_features())
         .current_dir(chapters::workbook_root())
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -168,9 +170,14 @@ fn build(binary: &str) -> Result<PathBuf, String> {
     Ok(binary_path(binary))
 }
 
-/// Build a binary and start it as an HTTP server on port 0, with the transcript's flags.
-fn start(binary: &str, transcript: &Transcript) -> Result<RunningServer, String> {
-    RunningServer::start(&build(binary)?, &transcript.server_args).map_err(|e| e.to_string())
+/// Build the chapter's server and start it on port 0, with the transcript's flags.
+fn start(chapter: &Chapter, transcript: &Transcript) -> Result<RunningServer, String> {
+    RunningServer::start(&build(chapter, chapter.name)?, &transcript.server_args).map_err(|e| e.to_string())
+}
+
+/// Each of `words` after a space: ` --flag value`.
+fn words(words: &[String]) -> String {
+    words.iter().map(|word| format!(" {word}")).collect()
 }
 
 /// Chapter binaries sit next to this one, in `target/debug` (or `release`).
@@ -190,7 +197,7 @@ fn check(chapter: &Chapter, target: &Target) -> Result<bool, String> {
     let results = match target {
         Target::Exercise | Target::Solution => {
             let binary = if *target == Target::Exercise { chapter.exercise_binary() } else { chapter.name.to_string() };
-            let program = build(&binary)?;
+            let program = build(chapter, &binary)?;
             println!("{}", check::heading(chapter, target, &transcript));
             check::run_binary(&transcript, &program)?
         }
@@ -200,9 +207,10 @@ fn check(chapter: &Chapter, target: &Target) -> Result<bool, String> {
             if TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_err() {
                 return Err(format!(
                     "nothing answers at {url}. Start your server first, in another terminal: \
-                     `cargo run --bin {} -- --bind {address}{}`",
+                     `cargo run{} --bin {} -- --bind {address}{}`",
+                    words(&chapter.cargo_features()),
                     chapter.exercise_binary(),
-                    transcript.server_args.iter().map(|arg| format!(" {arg}")).collect::<String>()
+                    words(&transcript.server_args)
                 ));
             }
             println!("{}", check::heading(chapter, target, &transcript));
@@ -220,7 +228,7 @@ fn bless(chapter: &Chapter) -> Result<bool, String> {
     let (text, transcript) = load_transcript(chapter)?;
     let mut blessed = text.clone();
     if !transcript.exchanges.is_empty() {
-        let server = start(chapter.name, &transcript)?;
+        let server = start(chapter, &transcript)?;
         let mut recorded = Vec::new();
         for exchange in &transcript.exchanges {
             let actual = replay::send_exchange(server.address, exchange)
@@ -230,7 +238,7 @@ fn bless(chapter: &Chapter) -> Result<bool, String> {
         blessed = transcript::replace_responses(&blessed, &recorded).map_err(|e| e.to_string())?;
     }
     if !transcript.stdio.is_empty() {
-        let (binary, args) = (build(chapter.name)?, transcript.stdio_args());
+        let (binary, args) = (build(chapter, chapter.name)?, transcript.stdio_args());
         let mut recorded = Vec::new();
         for exchange in &transcript.stdio {
             let run = replay::run_stdio_for(exchange, &binary, &args)

@@ -15,7 +15,7 @@
 //!
 //! - `server.rs`: a chapter's server as a child process, and where it listens.
 //! - `client.rs`: a small HTTP/1.1 client: send a request, act while its answer
-//!   streams in, parse the answer.
+//!   streams in, read or parse the answer (the workbook's one response reader).
 //! - `events.rs`: a body read as server-sent events.
 //! - `compare.rs`: an answer held to the transcript's, exactly or as
 //!   [`Strictness::Learner`] allows.
@@ -31,7 +31,8 @@ mod show;
 mod stdio;
 
 pub use client::{
-    SIDE_ANSWER_DIFFERS, STILL_OPEN, open, parse_response, send, send_exchange, send_interrupted, send_raw,
+    ResponseHead, SIDE_ANSWER_DIFFERS, STILL_OPEN, open, parse_response, read_body, read_chunk, read_head,
+    read_response, send, send_exchange, send_interrupted, send_raw,
 };
 pub use compare::{Mismatch, Note, NoteKind, compare, compare_answer, compare_with, optional_member};
 pub use events::{Event, events};

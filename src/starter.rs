@@ -23,6 +23,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::chapters::{CHAPTERS, workbook_root};
+use crate::regions::without_anchors;
 
 /// The chapter the starter is made from.
 pub const CHAPTER: &str = "ch10-starter";
@@ -148,8 +149,10 @@ fn module_for_copy(chapter: &str, file: &str, source: &str) -> Result<String, St
 
 /// The copy's `Cargo.toml`: its own name, the workbook's edition and `rust-version`,
 /// and the workbook's `[dependencies]` lines (each with the comment above it) for
-/// `crates`, as they stand. The workbook's dependencies must be `FULL_DEPENDENCIES`:
-/// a crate added to the workbook is a decision for every copy, made here.
+/// `crates`, as they stand but plain: the workbook makes chapter 18's crates optional,
+/// behind its `authorization` feature, and a copy has no features. The workbook's
+/// dependencies must be `FULL_DEPENDENCIES`: a crate added to the workbook is a
+/// decision for every copy, made here.
 pub fn manifest_for(name: &str, workbook_manifest: &str, crates: &[&str]) -> Result<String, String> {
     let package = section(workbook_manifest, "package");
     let key = |key: &str| {
@@ -186,11 +189,23 @@ pub fn manifest_for(name: &str, workbook_manifest: &str, crates: &[&str]) -> Res
     ));
     for (_, lines) in entries.iter().filter(|(name, _)| crates.contains(name)) {
         for line in lines {
-            out.push_str(line);
+            out.push_str(&plain(line));
             out.push('\n');
         }
     }
     Ok(out)
+}
+
+/// A dependency line without `optional = true`; `{ version = "V" }` that is left
+/// becomes `"V"`. Other lines (comments) as they are.
+fn plain(line: &str) -> String {
+    let line = line.replace(", optional = true", "").replace("optional = true, ", "");
+    match line.split_once(" = { version = ") {
+        Some((name, rest)) if rest.ends_with(" }") && !rest.contains(',') => {
+            format!("{name} = {}", rest.trim_end_matches(" }"))
+        }
+        _ => line,
+    }
 }
 
 /// The lines of a TOML `[name]` section (up to the next `[` header).
@@ -202,25 +217,15 @@ fn section<'a>(toml: &'a str, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// The text without the book's `// ANCHOR: name` and `// ANCHOR_END: name` lines.
-fn without_anchors(text: &str) -> String {
-    text.lines()
-        .filter(|line| {
-            let line = line.trim_start();
-            !(line.starts_with("// ANCHOR: ") || line.starts_with("// ANCHOR_END: "))
-        })
-        .flat_map(|line| [line, "\n"])
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const MANIFEST: &str = "[package]\nname = \"mcp-workbook\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
 rust-version = \"1.88\"\n\n[[bin]]\nname = \"workbook\"\n\n[dependencies]\nclap = { version = \"4\", features = [\"derive\"] }\n\
-serde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n# For chapter 18.\njsonwebtoken = \"11\"\nureq = \"3\"\n\n\
-[dev-dependencies]\njsonschema = \"0.30\"\n";
+serde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n# For chapter 18.\n\
+jsonwebtoken = { version = \"11\", default-features = false, optional = true }\nureq = { version = \"3\", optional = true }\n\n\
+[features]\nauthorization = [\"dep:jsonwebtoken\", \"dep:ureq\"]\n\n[dev-dependencies]\njsonschema = \"0.30\"\n";
 
     #[test]
     fn the_manifest_keeps_the_workbook_versions_and_nothing_else() {
@@ -234,9 +239,13 @@ clap = { version = \"4\", features = [\"derive\"] }\nserde = \"1\"\nserde_json =
         let full = manifest_for("my-server", MANIFEST, FULL_DEPENDENCIES).unwrap();
         assert!(full.contains("on these six crates"), "{full}");
         assert!(
-            full.ends_with("tiny_http = \"0.12\"\n# For chapter 18.\njsonwebtoken = \"11\"\nureq = \"3\"\n"),
+            full.ends_with(
+                "tiny_http = \"0.12\"\n# For chapter 18.\n\
+                 jsonwebtoken = { version = \"11\", default-features = false }\nureq = \"3\"\n"
+            ),
             "{full}"
         );
+        assert!(!full.contains("optional") && !full.contains("[features]"), "a copy's crates are plain: {full}");
         let more = MANIFEST.replace("tiny_http = \"0.12\"\n", "tiny_http = \"0.12\"\nrand = \"0.9\"\n");
         assert!(manifest_for("x", &more, DEPENDENCIES).unwrap_err().contains("rand"));
     }
@@ -284,6 +293,8 @@ clap = { version = \"4\", features = [\"derive\"] }\nserde = \"1\"\nserde_json =
             assert!(!file.contents.contains("ANCHOR"), "{} keeps an anchor", file.path);
         }
         assert!(files[2].contents.lines().any(|line| line == IMPORT_IN_COPY));
+        let manifest = &files[0].contents;
+        assert!(!manifest.contains("optional") && !manifest.contains("[features]"), "{chapter}: {manifest}");
     }
 
     #[test]

@@ -447,11 +447,10 @@ fn shortened(text: &str, most: usize) -> String {
 fn code_lines(text: &str) -> Vec<&str> {
     let mut lines: Vec<&str> = Vec::new();
     for line in text.lines() {
-        let code = line.trim_start();
-        if code.starts_with("// ANCHOR: ") || code.starts_with("// ANCHOR_END: ") {
+        if crate::regions::is_anchor_line(line) {
             continue;
         }
-        if code.is_empty() && lines.last().is_some_and(|last| last.trim().is_empty()) {
+        if line.trim().is_empty() && lines.last().is_some_and(|last| last.trim().is_empty()) {
             continue;
         }
         lines.push(line);

@@ -846,6 +846,14 @@ mod tests {
         assert_eq!(notification.expected.body, "");
     }
 
+    /// A chapter that needs a cargo feature is run with it (`--features authorization`):
+    /// the server's flags are still the words after `--`.
+    #[test]
+    fn the_server_flags_follow_cargo_flags_and_the_double_dash() {
+        let lines = ["$ cargo run --features authorization --bin ch18-authorization -- --resource http://a/mcp"];
+        assert_eq!(parse_server_args(&lines), ["--resource", "http://a/mcp"]);
+    }
+
     #[test]
     fn an_exchange_without_a_response_is_an_error() {
         let error = parse("### Lonely\n\n```http\nGET /mcp HTTP/1.1\n```\n").unwrap_err();

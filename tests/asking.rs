@@ -1,7 +1,8 @@
 //! Asking the client, as chapters 15 and 16 teach it, held in every chapter that asks.
-//! Chapter 15's and 16's transcripts show each rule; chapter 17's is about
-//! subscriptions, and chapter 17 is the full starter a reader copies, so these tests run
-//! the same rules against all three:
+//! Chapter 15's and 16's transcripts show each rule; a later chapter's transcript is
+//! about its own piece, and the last chapter is the full starter a reader copies, so
+//! these tests run the same rules against every chapter that asks (from 15; in a
+//! session, from 16):
 //! - a form goes only to a client that takes forms (`elicitation` empty or with `form`),
 //!   in both eras (`2025-11-25/client/elicitation.mdx` and 2026-07-28's, Capabilities);
 //! - a 2026-07-28 `requestState` is used once (`2026-07-28/basic/patterns/mrtr.mdx`,
@@ -10,28 +11,24 @@
 //!   (`2025-11-25/basic/lifecycle.mdx`, Initialization).
 
 use std::net::SocketAddr;
-use std::path::Path;
 
-use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::replay;
 use mcp_workbook::transcript::HttpResponse;
 use serde_json::{Value, json};
 
-#[path = "common/session_client.rs"]
-#[allow(dead_code)]
-mod session_client;
-use session_client::{open_session, post, request};
+mod common;
+use common::session_client::{open_session, post, request};
+use common::{chapter_binaries_from, start};
 
-const ASKING: &[&str] = &[
-    env!("CARGO_BIN_EXE_ch15-input-required"),
-    env!("CARGO_BIN_EXE_ch16-sessions"),
-    env!("CARGO_BIN_EXE_ch17-subscriptions"),
-    env!("CARGO_BIN_EXE_ch18-authorization"),
-];
-const IN_SESSIONS: &[&str] = &[
-    env!("CARGO_BIN_EXE_ch16-sessions"),
-    env!("CARGO_BIN_EXE_ch17-subscriptions"),
-    env!("CARGO_BIN_EXE_ch18-authorization"),
-];
+/// Every chapter that asks the client: chapter 15 adds it.
+fn asking() -> Vec<String> {
+    chapter_binaries_from(15)
+}
+
+/// Every chapter that asks in a session: chapter 16 adds sessions.
+fn in_sessions() -> Vec<String> {
+    chapter_binaries_from(16)
+}
 
 /// A 2026-07-28 call of `approve_payroll` from a client that declares `capabilities`,
 /// with `extra` params (the state, the answer).
@@ -54,8 +51,8 @@ fn call_2026(address: SocketAddr, id: u64, capabilities: Value, extra: Value) ->
 
 #[test]
 fn a_form_goes_only_to_a_client_that_takes_forms_2026() {
-    for binary in ASKING {
-        let server = RunningServer::start(Path::new(binary), &[]).expect("the server starts");
+    for binary in &asking() {
+        let server = start(binary, &[]);
         let (answer, url_only) = call_2026(server.address, 1, json!({ "elicitation": { "url": {} } }), json!({}));
         assert_eq!(answer.status, 400, "{binary}: {}", answer.body);
         assert_eq!(url_only["error"]["code"], -32021, "{binary}");
@@ -69,8 +66,8 @@ fn a_form_goes_only_to_a_client_that_takes_forms_2026() {
 
 #[test]
 fn an_approved_retry_runs_once() {
-    for binary in ASKING {
-        let server = RunningServer::start(Path::new(binary), &[]).expect("the server starts");
+    for binary in &asking() {
+        let server = start(binary, &[]);
         let forms = || json!({ "elicitation": {} });
         let (_, asked) = call_2026(server.address, 1, forms(), json!({}));
         let state = asked["result"]["requestState"].clone();
@@ -91,8 +88,8 @@ fn call_in_session(address: SocketAddr, session: &str) -> String {
 
 #[test]
 fn a_session_is_asked_only_after_initialized_and_only_in_forms() {
-    for binary in IN_SESSIONS {
-        let server = RunningServer::start(Path::new(binary), &[]).expect("the server starts");
+    for binary in &in_sessions() {
+        let server = start(binary, &[]);
         // `initialize` alone: the session is open, but the handshake is not done.
         let params = json!({ "protocolVersion": "2025-11-25", "capabilities": { "elicitation": {} }, "clientInfo": { "name": "test", "version": "1" } });
         let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params });

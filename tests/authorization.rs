@@ -13,23 +13,21 @@
 //!   are refused off the loopback.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use mcp_workbook::http;
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::transcript::HttpResponse;
 use serde_json::{Value, json};
 
-#[path = "common/session_client.rs"]
-#[allow(dead_code)]
-mod session_client;
-use session_client::request;
+mod common;
+use common::session_client::request;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch18-authorization");
 const RESOURCE: &str = "http://127.0.0.1:8080/mcp";
@@ -52,8 +50,9 @@ fn token_until(issuer: &str, subject: &str, scope: &str, pem: &[u8], kid: &str, 
     encode(&header, &claims, &EncodingKey::from_ec_pem(pem).unwrap()).unwrap()
 }
 
-/// A tiny authorization server: it answers GETs of the paths it was given, `404`
-/// otherwise, and counts the requests for each path.
+/// A tiny authorization server: it answers the paths it was given with their JSON,
+/// `404` otherwise, and counts the requests for each path. The workbook's HTTP base
+/// serves it, in this process.
 #[derive(Clone)]
 struct Documents {
     address: SocketAddr,
@@ -68,22 +67,13 @@ impl Documents {
             Documents { address: listener.local_addr().unwrap(), served: Arc::default(), asked: Arc::default() };
         let server = documents.clone();
         thread::spawn(move || {
-            for stream in listener.incoming().map_while(Result::ok) {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                let _ = reader.read_line(&mut line);
-                let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                // The rest of the head, up to the blank line.
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {}
-                *server.asked.lock().unwrap().entry(path.clone()).or_default() += 1;
-                let body = server.served.lock().unwrap().get(&path).cloned();
-                let (status, body) = body.map_or(("404 Not Found", String::new()), |body| ("200 OK", body));
-                let _ = write!(
-                    &stream,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
+            http::serve_listener(listener, http::Config::default(), move |request| {
+                *server.asked.lock().unwrap().entry(request.path.clone()).or_default() += 1;
+                match server.served.lock().unwrap().get(&request.path) {
+                    Some(body) => http::Response::json(200, body.clone()),
+                    None => http::Response::empty(404),
+                }
+            })
         });
         documents
     }
@@ -101,11 +91,9 @@ impl Documents {
     }
 }
 
+/// The chapter's server, the protected resource `RESOURCE`, with `args`.
 fn start(args: &[&str]) -> RunningServer {
-    let mut all = vec!["--resource", RESOURCE];
-    all.extend_from_slice(args);
-    let all: Vec<String> = all.iter().map(|arg| arg.to_string()).collect();
-    RunningServer::start(Path::new(BINARY), &all).expect("the server starts")
+    common::start(BINARY, &[&["--resource", RESOURCE], args].concat())
 }
 
 /// A `tools/call` of `PingME` with `token`.

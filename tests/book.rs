@@ -10,6 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use mcp_workbook::chapters::{CHAPTERS, workbook_root};
+use mcp_workbook::regions::anchor_region;
 
 fn pages() -> Vec<PathBuf> {
     let mut pages: Vec<PathBuf> = fs::read_dir(workbook_root().join("book/src"))
@@ -54,23 +55,9 @@ fn resolve(page: &Path, include: &str) -> Result<String, String> {
             let to = bounds.next().and_then(|n| n.parse::<usize>().ok()).unwrap_or(lines.len());
             lines.get(from.saturating_sub(1)..to.min(lines.len())).unwrap_or(&[]).to_vec()
         }
-        Some(anchor) => {
-            // As mdBook reads them: `ANCHOR: name` anywhere in a line (in a Rust comment,
-            // or in an HTML comment in Markdown), the name ending at a non-word character.
-            let marks = |line: &str, mark: &str| {
-                line.split(mark).skip(1).any(|rest| {
-                    rest.trim_start()
-                        .strip_prefix(anchor)
-                        .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '-'))
-                })
-            };
-            let start = lines.iter().position(|l| marks(l, "ANCHOR:"));
-            let end = lines.iter().position(|l| marks(l, "ANCHOR_END:"));
-            match (start, end) {
-                (Some(start), Some(end)) if start < end => lines[start + 1..end].to_vec(),
-                _ => return Err(format!("{}: no ANCHOR/ANCHOR_END pair named {anchor:?}", file.display())),
-            }
-        }
+        // As mdBook reads them (`regions::anchor_region`).
+        Some(anchor) => anchor_region(&text, anchor)
+            .ok_or_else(|| format!("{}: no ANCHOR/ANCHOR_END pair named {anchor:?}", file.display()))?,
     };
     let content: Vec<&str> = selected.into_iter().filter(|l| !l.contains("ANCHOR")).collect();
     if content.iter().all(|l| l.trim().is_empty()) {

@@ -19,24 +19,13 @@ use std::collections::BTreeSet;
 use std::fs;
 
 use mcp_workbook::chapters::{CHAPTERS, Chapter, workbook_root};
+use mcp_workbook::regions::{self, anchor_region};
 
 /// The TODO regions of an exercise: (first line number, the region's lines).
 fn todo_regions(exercise: &str) -> Vec<(usize, Vec<&str>)> {
-    let mut regions = Vec::new();
-    let mut open: Option<(usize, Vec<&str>)> = None;
-    for (index, line) in exercise.lines().enumerate() {
-        let trimmed = line.trim();
-        match &mut open {
-            None if trimmed.starts_with("// TODO") => open = Some((index + 1, vec![line])),
-            Some((_, lines)) if trimmed == "// END TODO" => {
-                lines.push(line);
-                regions.push(open.take().unwrap());
-            }
-            Some((_, lines)) => lines.push(line),
-            None => {}
-        }
-    }
-    regions
+    let lines: Vec<&str> = exercise.lines().collect();
+    let regions = regions::todo_regions(exercise).unwrap_or_else(|problem| panic!("a TODO region: {problem}"));
+    regions.into_iter().map(|region| (*region.start(), lines[region.start() - 1..*region.end()].to_vec())).collect()
 }
 
 /// The comment text of a region's lines: what a participant reads.
@@ -235,7 +224,7 @@ fn the_page_shows_no_exercised_code_above_the_exercise() {
         let include = format!("{{{{#include ../../chapters/{}/{file}:", chapter.name);
         for (at, _) in page[..exercise_at].match_indices(&include) {
             let anchor = page[at + include.len()..].split("}}").next().unwrap_or("");
-            let shown = anchor_lines(&counterpart, anchor);
+            let shown = anchor_region(&counterpart, anchor).unwrap_or_default();
             for name in shown.iter().filter_map(|l| function_name(l)) {
                 if exercised.contains(&name) {
                     problems.push(format!(
@@ -254,17 +243,6 @@ fn function_name(line: &str) -> Option<String> {
     let rest = line.trim_start().trim_start_matches("pub ").strip_prefix("fn ")?;
     let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
     (!name.is_empty()).then_some(name)
-}
-
-/// The lines between `// ANCHOR: name` and `// ANCHOR_END: name`.
-fn anchor_lines<'a>(text: &'a str, anchor: &str) -> Vec<&'a str> {
-    let start = format!("ANCHOR: {anchor}");
-    let end = format!("ANCHOR_END: {anchor}");
-    text.lines()
-        .skip_while(|line| !line.trim_end().ends_with(&start))
-        .skip(1)
-        .take_while(|line| !line.trim_end().ends_with(&end))
-        .collect()
 }
 
 #[test]

@@ -7,47 +7,29 @@
 //! before it takes a worker's turn. So a client that sends half its headers, half a
 //! small body or half a large one holds only its own connection's thread, never a
 //! worker, even when there is only one. (A slow tool holds its turn until it returns:
-//! `tests/base.rs` shows that with a handler that waits.)
+//! `tests/http/answers.rs` shows that with a handler that waits.)
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use mcp_workbook::replay;
+use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::transcript::HttpRequest;
+
+mod common;
+use common::raw::send;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch07-hardening");
 
-/// The chapter's server on a free loopback port; stopped when dropped.
-struct Server {
-    child: Child,
-    address: SocketAddr,
-}
-
-impl Server {
-    fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(BINARY)
-            .args(["--bind", "127.0.0.1:0"])
-            .args(args)
-            .env_remove("MCP_WORKBOOK_TOKEN")
-            .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the chapter binary starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let authority = line.split("http://").nth(1).and_then(|rest| rest.split('/').next()).expect("a URL line");
-        Server { child, address: authority.parse().unwrap() }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The chapter's server on a free loopback port, with `MCP_WORKBOOK_TOKEN` as `env`
+/// sets it and otherwise unset, whatever the test's own environment holds.
+fn start(args: &[&str], env: &[(&str, &str)]) -> RunningServer {
+    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+    let mut vars = vec![("MCP_WORKBOOK_TOKEN", None)];
+    vars.extend(env.iter().map(|&(name, value)| (name, Some(value))));
+    RunningServer::start_with_env(Path::new(BINARY), &args, &vars).expect("the chapter binary starts")
 }
 
 fn ping(headers: &[(&str, &str)]) -> HttpRequest {
@@ -76,7 +58,7 @@ const SLOW_UPLOAD: &str = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type
 
 #[test]
 fn a_slow_upload_stalls_nobody_even_with_one_worker() {
-    let server = Server::start(&["--workers", "1"], &[]);
+    let server = start(&["--workers", "1"], &[]);
     let _slow = hang(server.address, SLOW_UPLOAD);
     let answer = replay::send(server.address, &ping(&[])).expect("the one worker answers");
     assert_eq!(answer.status, 200, "{answer:?}");
@@ -84,14 +66,14 @@ fn a_slow_upload_stalls_nobody_even_with_one_worker() {
 
 #[test]
 fn half_a_request_head_stalls_nobody_even_with_one_worker() {
-    let server = Server::start(&["--workers", "1"], &[]);
+    let server = start(&["--workers", "1"], &[]);
     let _half = hang(server.address, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le");
     assert_eq!(replay::send(server.address, &ping(&[])).unwrap().status, 200);
 }
 
 #[test]
 fn half_a_small_body_stalls_nobody_even_with_one_worker() {
-    let server = Server::start(&["--workers", "1"], &[]);
+    let server = start(&["--workers", "1"], &[]);
     let head =
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{";
     let _half = hang(server.address, head);
@@ -100,21 +82,18 @@ fn half_a_small_body_stalls_nobody_even_with_one_worker() {
 
 #[test]
 fn a_request_without_host_is_refused() {
-    let server = Server::start(&[], &[]);
-    let mut stream = TcpStream::connect(server.address).unwrap();
+    let server = start(&[], &[]);
     let body = r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#;
     let request =
         format!("POST /mcp HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let response = send(server.address, request.as_bytes());
     // HTTP/1.0 may leave `Host` out, so the base lets it through; the guard refuses.
     assert!(response.starts_with("HTTP/1.1 403"), "{response}");
 }
 
 #[test]
 fn the_token_can_come_from_the_environment() {
-    let server = Server::start(&[], &[("MCP_WORKBOOK_TOKEN", "from-the-environment")]);
+    let server = start(&[], &[("MCP_WORKBOOK_TOKEN", "from-the-environment")]);
     assert_eq!(replay::send(server.address, &ping(&[])).unwrap().status, 401);
     let with_token = ping(&[("Authorization", "Bearer from-the-environment")]);
     assert_eq!(replay::send(server.address, &with_token).unwrap().status, 200);
@@ -122,7 +101,7 @@ fn the_token_can_come_from_the_environment() {
 
 #[test]
 fn the_flag_wins_over_the_environment() {
-    let server = Server::start(&["--token", "from-the-flag"], &[("MCP_WORKBOOK_TOKEN", "from-the-environment")]);
+    let server = start(&["--token", "from-the-flag"], &[("MCP_WORKBOOK_TOKEN", "from-the-environment")]);
     let old = ping(&[("Authorization", "Bearer from-the-environment")]);
     assert_eq!(replay::send(server.address, &old).unwrap().status, 401);
     let new = ping(&[("Authorization", "Bearer from-the-flag")]);
@@ -131,7 +110,7 @@ fn the_flag_wins_over_the_environment() {
 
 #[test]
 fn an_empty_token_is_no_token() {
-    let server = Server::start(&[], &[("MCP_WORKBOOK_TOKEN", "")]);
+    let server = start(&[], &[("MCP_WORKBOOK_TOKEN", "")]);
     assert_eq!(replay::send(server.address, &ping(&[])).unwrap().status, 200);
 }
 

@@ -1,5 +1,5 @@
 //! The rate limit on tool calls (`RateLimit`, chapter 10, carried by every chapter after
-//! it), checked in each of chapters 10 to 17 where a transcript cannot show it. A
+//! it), checked in each chapter that has it, where a transcript cannot show it. A
 //! transcript is one caller, `127.0.0.1`, in one moment: chapter 10's shows the call
 //! past the share refused (429, `Retry-After`), and nothing more. Here:
 //! - a caller may spend its whole share at once, is then refused with 429 and
@@ -19,33 +19,27 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::time::Duration;
 
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::transcript::HttpResponse;
 use serde_json::{Value, json};
 
-/// Every chapter with the rate limit.
-const RATE_LIMITED: &[&str] = &[
-    env!("CARGO_BIN_EXE_ch10-starter"),
-    env!("CARGO_BIN_EXE_ch11-resources"),
-    env!("CARGO_BIN_EXE_ch12-prompts"),
-    env!("CARGO_BIN_EXE_ch13-completion"),
-    env!("CARGO_BIN_EXE_ch14-streaming"),
-    env!("CARGO_BIN_EXE_ch15-input-required"),
-    env!("CARGO_BIN_EXE_ch16-sessions"),
-    env!("CARGO_BIN_EXE_ch17-subscriptions"),
-    env!("CARGO_BIN_EXE_ch18-authorization"),
-];
+mod common;
+use common::chapter_binaries_from;
+
+/// Every chapter with the rate limit: chapter 10 adds it.
+fn rate_limited() -> Vec<String> {
+    chapter_binaries_from(10)
+}
 
 /// The chapters' `MAX_CALLERS`: how many callers the rate limit remembers at once.
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 const MAX_CALLERS: usize = 1024;
 
+/// The chapter's server, `binary`, with a share of `per_minute` calls a minute.
 fn start(binary: &str, per_minute: usize) -> RunningServer {
-    let args = ["--max-calls-per-minute".to_string(), per_minute.to_string()];
-    RunningServer::start(Path::new(binary), &args).expect("the server starts")
+    common::start(binary, &["--max-calls-per-minute", &per_minute.to_string()])
 }
 
 /// A `tools/call` of `PingME` (every chapter from 10 has it) on `stream`: the answer.
@@ -98,7 +92,7 @@ fn assert_refused(answer: &HttpResponse, retry_after: u64, binary: &str) {
 #[test]
 fn a_spent_share_comes_back_at_its_pace() {
     const PER_MINUTE: usize = 120;
-    for binary in RATE_LIMITED {
+    for binary in &rate_limited() {
         let server = start(binary, PER_MINUTE);
         let (allowed, refused) = calls_until_refused(server.address, 10 * PER_MINUTE);
         assert!(allowed >= PER_MINUTE, "{binary}: refused after {allowed} calls: a whole share may be spent at once");
@@ -133,7 +127,7 @@ fn callers_are_counted_apart_and_a_flood_forgets_only_callers_with_calls_to_spar
     let newcomers: Vec<Ipv4Addr> =
         (0..MAX_CALLERS + 10).map(|n| Ipv4Addr::new(127, 2, (n / 250) as u8, (n % 250 + 1) as u8)).collect();
 
-    for binary in RATE_LIMITED {
+    for binary in &rate_limited() {
         let server = start(binary, 2);
         let address = server.address;
         assert_eq!([from(held_back, address).status, from(held_back, address).status], [200, 200], "{binary}");

@@ -1,6 +1,7 @@
-//! 2026-07-28's `requestState` (chapter 15, carried by 16 and 17), checked in each of
-//! chapters 15 to 17 where a transcript cannot show it. A transcript runs one server, on
-//! a fixed clock, and shows a state used once and refused the second time. Here:
+//! 2026-07-28's `requestState` (chapter 15, carried by every chapter after it), checked
+//! in each chapter that has it, where a transcript cannot show it. A transcript runs one
+//! server, on a fixed clock, and shows a state used once and refused the second time.
+//! Here:
 //! - the record of used states is bounded, and when full refuses early rather than
 //!   forget a state that could come back (mrtr.mdx, Server Requirements 5: a state to
 //!   be consumed at most once is enforced so by the server). Filling the real record
@@ -14,24 +15,19 @@
 //!   instance behind one load balancer must make the same.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::replay;
 use serde_json::{Value, json};
 
-#[path = "common/session_client.rs"]
-#[allow(dead_code)]
-mod session_client;
-use session_client::request;
+mod common;
+use common::session_client::request;
+use common::{chapter_binaries_from, start};
 
-/// Every chapter with `requestState`.
-const ASKING: &[&str] = &[
-    env!("CARGO_BIN_EXE_ch15-input-required"),
-    env!("CARGO_BIN_EXE_ch16-sessions"),
-    env!("CARGO_BIN_EXE_ch17-subscriptions"),
-    env!("CARGO_BIN_EXE_ch18-authorization"),
-];
+/// Every chapter with `requestState`: chapter 15 adds it.
+fn asking() -> Vec<String> {
+    chapter_binaries_from(15)
+}
 
 /// A `--state-key`, and the same 16 bytes.
 const STATE_KEY: &str = "f0e1d2c3b4a5968778695a4b3c2d1e0f";
@@ -43,11 +39,6 @@ const RAN: &str = "Payroll approved by the user and run for this week.";
 const USED: &str = "Invalid params: `requestState` has been used already; call the tool again without it";
 const OLDER: &str =
     "Invalid params: `requestState` is older than this server's record of used states; call the tool again without it";
-
-fn start(binary: &str, args: &[&str]) -> RunningServer {
-    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
-    RunningServer::start(Path::new(binary), &args).expect("the server starts")
-}
 
 /// A 2026-07-28 call of `approve_payroll` from a client that takes forms, with `extra`
 /// params (the state, the answer): the JSON-RPC message that answers it.
@@ -88,7 +79,7 @@ fn approve(address: SocketAddr, state: &str) -> String {
 /// early, none is used twice.
 #[test]
 fn the_record_of_used_states_when_full_refuses_early_rather_than_forget() {
-    for binary in ASKING {
+    for binary in &asking() {
         let server =
             start(binary, &["--state-key", STATE_KEY, "--fixed-clock", "1800000000", "--max-used-states", "2"]);
         let states: Vec<String> = (0..4).map(|_| new_state(server.address)).collect();
@@ -108,7 +99,7 @@ fn the_record_of_used_states_when_full_refuses_early_rather_than_forget() {
 #[test]
 fn a_restarted_server_refuses_the_states_issued_before_it_started() {
     let now = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    for binary in ASKING {
+    for binary in &asking() {
         let before = start(binary, &["--state-key", STATE_KEY]);
         let state = new_state(before.address);
         drop(before);
@@ -135,7 +126,7 @@ fn the_tag_of_a_state_is_siphash_2_4_of_its_body_under_the_state_key() {
     assert_eq!(siphash_2_4(&paper_key, b""), 0x726f_db47_dd0e_0e31);
     assert_eq!(siphash_2_4(&paper_key, &message), 0xa129_ca61_49be_45e5);
 
-    for binary in ASKING {
+    for binary in &asking() {
         let server = start(binary, &["--state-key", STATE_KEY]);
         let state = new_state(server.address);
         let (body, tag) = state.rsplit_once('.').expect("BODY.TAG");

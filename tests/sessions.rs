@@ -1,38 +1,38 @@
-//! Sessions (chapter 16, carried by 17) where a transcript cannot show them:
+//! Sessions (chapter 16, carried by every chapter after it) where a transcript cannot
+//! show them:
 //! - an answer counts only in the session that was asked: a client acts once while a
 //!   transcript's stream comes in, so it cannot send a wrong answer and then the right
 //!   one to the same waiting call. Here a second client tries to answer the first
 //!   client's question, and the first client then answers it;
 //! - opening one more session than `--max-sessions` ends the one idle longest, not the
 //!   oldest: chapter 16's transcript shows a session ended to make room, but the one it
-//!   ends is both (checked in chapters 16 and 17);
+//!   ends is both (checked in every chapter with sessions);
 //! - a session idle too long ends (`SESSION_IDLE_TIME`, half an hour; the hidden flag
-//!   `--session-idle-secs` makes it a second), in chapters 16 and 17;
+//!   `--session-idle-secs` makes it a second), in every chapter with sessions;
 //! - `--session-prefix` begins every id with the instance's prefix, for a proxy to route
 //!   the session by (the appendix "Behind a reverse proxy"; `tests/interop/run proxy`
 //!   runs it behind nginx), and refuses a prefix the spec would not allow in an id.
 
 use std::io::Read;
-use std::path::Path;
 use std::time::Duration;
 
-use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::replay;
 use serde_json::{Value, json};
 
-#[path = "common/session_client.rs"]
-mod session_client;
-use session_client::{open_session, ping_status, post, read_until};
+mod common;
+use common::session_client::{open_session, ping_status, post, read_until};
+use common::{chapter_binaries_from, start};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch16-sessions");
-const IN_SESSIONS: &[&str] = &[
-    env!("CARGO_BIN_EXE_ch16-sessions"),
-    env!("CARGO_BIN_EXE_ch17-subscriptions"),
-    env!("CARGO_BIN_EXE_ch18-authorization"),
-];
+
+/// Every chapter with sessions: chapter 16 adds them.
+fn in_sessions() -> Vec<String> {
+    chapter_binaries_from(16)
+}
 
 #[test]
 fn an_answer_counts_only_in_the_session_that_was_asked() {
-    let server = RunningServer::start(Path::new(BINARY), &[]).expect("the server starts");
+    let server = start(BINARY, &[]);
     let forms = || json!({ "elicitation": {} });
     let (asked, other) = (open_session(server.address, forms()), open_session(server.address, forms()));
     assert_ne!(asked, other);
@@ -62,8 +62,8 @@ fn an_answer_counts_only_in_the_session_that_was_asked() {
 
 #[test]
 fn opening_one_session_too_many_ends_the_one_idle_longest() {
-    for binary in IN_SESSIONS {
-        let server = RunningServer::start(Path::new(binary), &["--max-sessions".into(), "2".into()]).unwrap();
+    for binary in &in_sessions() {
+        let server = start(binary, &["--max-sessions", "2"]);
         let first = open_session(server.address, json!({}));
         let second = open_session(server.address, json!({}));
         // The first, opened first, is used again: now the second is the one idle longest.
@@ -77,9 +77,8 @@ fn opening_one_session_too_many_ends_the_one_idle_longest() {
 
 #[test]
 fn a_session_idle_too_long_ends() {
-    for binary in IN_SESSIONS {
-        let args = ["--session-idle-secs".into(), "1".into()];
-        let server = RunningServer::start(Path::new(binary), &args).unwrap();
+    for binary in &in_sessions() {
+        let server = start(binary, &["--session-idle-secs", "1"]);
         // `initialize` alone opens the session: one request, so that no other has to come
         // within the second.
         let params = json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "test", "version": "1" } });
@@ -93,8 +92,8 @@ fn a_session_idle_too_long_ends() {
 
 #[test]
 fn session_ids_begin_with_the_instance_prefix() {
-    for binary in IN_SESSIONS {
-        let server = RunningServer::start(Path::new(binary), &["--session-prefix".into(), "a-".into()]).unwrap();
+    for binary in &in_sessions() {
+        let server = start(binary, &["--session-prefix", "a-"]);
         let session = open_session(server.address, json!({}));
         // The prefix, then the 32 hex digits that are the secret, unchanged.
         let secret = session.strip_prefix("a-").unwrap_or_else(|| panic!("{binary}: {session} begins with a-"));

@@ -16,14 +16,13 @@
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 
-use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::replay;
 use serde_json::{Value, json};
 
-#[path = "common/session_client.rs"]
-mod session_client;
-use session_client::{open_session, ping_status, post, read_until, request};
+mod common;
+use common::session_client::{open_session, ping_status, post, read_until, request};
+use common::start;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch17-subscriptions");
 const LAST_RUN: &str = "payroll://last-run";
@@ -65,7 +64,7 @@ const UPDATED: &str = r#""method":"notifications/resources/updated""#;
 
 #[test]
 fn a_stream_ends_when_its_session_is_ended_to_make_room() {
-    let server = RunningServer::start(Path::new(BINARY), &["--max-sessions".into(), "1".into()]).unwrap();
+    let server = start(BINARY, &["--max-sessions", "1"]);
     let first = subscribed_session(server.address);
     let (mut stream, mut raw) = open_stream(server.address, &first);
     // A second session takes the only place: the first ends, and its stream with it.
@@ -76,7 +75,7 @@ fn a_stream_ends_when_its_session_is_ended_to_make_room() {
 
 #[test]
 fn every_subscribed_session_hears_on_its_own_stream_whoever_made_the_change() {
-    let server = RunningServer::start(Path::new(BINARY), &[]).unwrap();
+    let server = start(BINARY, &[]);
     let (a, b) = (subscribed_session(server.address), subscribed_session(server.address));
     let (mut stream_a, mut raw_a) = open_stream(server.address, &a);
     let (mut stream_b, mut raw_b) = open_stream(server.address, &b);
@@ -118,7 +117,7 @@ fn subscription(address: SocketAddr, session: &str, method: &str, uri: &str) -> 
 
 #[test]
 fn a_session_subscribes_to_a_bounded_number_of_resources() {
-    let server = RunningServer::start(Path::new(BINARY), &["--max-subscriptions".into(), "2".into()]).unwrap();
+    let server = start(BINARY, &["--max-subscriptions", "2"]);
     let subscribe = |session: &str, uri: &str| subscription(server.address, session, "resources/subscribe", uri);
     let session = open_session(server.address, json!({}));
     for uri in ["docs://pay-rules", "images://logo.png", "docs://pay-rules"] {
@@ -138,7 +137,7 @@ fn a_session_subscribes_to_a_bounded_number_of_resources() {
 
 #[test]
 fn a_listening_session_is_the_last_to_be_ended_to_make_room() {
-    let server = RunningServer::start(Path::new(BINARY), &["--max-sessions".into(), "2".into()]).unwrap();
+    let server = start(BINARY, &["--max-sessions", "2"]);
     let listening = subscribed_session(server.address);
     let (_stream, _raw) = open_stream(server.address, &listening);
     let idle = subscribed_session(server.address);
@@ -151,7 +150,7 @@ fn a_listening_session_is_the_last_to_be_ended_to_make_room() {
 
 #[test]
 fn a_listening_session_does_not_expire_and_a_stream_for_an_expired_one_is_404() {
-    let server = RunningServer::start(Path::new(BINARY), &["--session-idle-secs".into(), "1".into()]).unwrap();
+    let server = start(BINARY, &["--session-idle-secs", "1"]);
     let listening = subscribed_session(server.address);
     let (stream, _raw) = open_stream(server.address, &listening);
     let away = subscribed_session(server.address);
@@ -188,7 +187,7 @@ fn listen(address: SocketAddr, id: Value, uris: &[&str]) -> (TcpStream, Vec<u8>)
 
 #[test]
 fn several_listen_subscriptions_each_hear_what_they_named_tagged_with_their_own_id() {
-    let server = RunningServer::start(Path::new(BINARY), &[]).unwrap();
+    let server = start(BINARY, &[]);
     let (mut a, mut raw_a) = listen(server.address, json!("a"), &[LAST_RUN]);
     let (mut b, mut raw_b) = listen(server.address, json!(2), &["docs://pay-rules", LAST_RUN]);
     let (mut c, mut raw_c) = listen(server.address, json!("c"), &["docs://pay-rules"]);
@@ -232,7 +231,7 @@ fn several_listen_subscriptions_each_hear_what_they_named_tagged_with_their_own_
 
 #[test]
 fn a_listen_names_a_bounded_number_of_resources() {
-    let server = RunningServer::start(Path::new(BINARY), &["--max-subscriptions".into(), "2".into()]).unwrap();
+    let server = start(BINARY, &["--max-subscriptions", "2"]);
     let (mut stream, mut raw) = listen(server.address, json!(1), &["docs://pay-rules", "images://logo.png", LAST_RUN]);
     assert!(ends(&mut stream, &mut raw), "a refused listen left its stream open");
     let body = replay::parse_response(&raw).expect("an answer").body;

@@ -2,6 +2,10 @@
 //! transcript writes it ([`send`], [`send_raw`]), act while its answer streams in
 //! ([`send_interrupted`]), and parse what comes back, chunked or not
 //! ([`parse_response`]). Every request goes on a fresh connection.
+//!
+//! Its reader is the workbook's one: the tests that talk to a server byte by byte
+//! ([`read_response`] on a kept-alive connection) and the conformance fixtures' proxy
+//! ([`read_head`], then [`read_chunk`] as an event stream comes in) read answers with it.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -154,11 +158,51 @@ fn parse_partial_response(raw: &[u8]) -> io::Result<HttpResponse> {
 }
 
 fn parse_response_with(mut raw: &[u8], partial: bool) -> io::Result<HttpResponse> {
-    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("bad HTTP response: {what}"));
+    let head = read_head(&mut raw)?;
+    let body = read_body_with(&mut raw, &head, partial)?;
+    let body = String::from_utf8(body).map_err(|_| invalid("body is not UTF-8"))?;
+    Ok(HttpResponse { status: head.status, headers: head.headers, body })
+}
+
+/// A response's status and headers: what comes before its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+}
+
+impl ResponseHead {
+    /// The first header of that name (any case), trimmed.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
+    }
+
+    /// Whether the body comes in chunks (`Transfer-Encoding: chunked`).
+    pub fn is_chunked(&self) -> bool {
+        self.header("transfer-encoding").is_some_and(|value| value.eq_ignore_ascii_case("chunked"))
+    }
+}
+
+/// Read one whole response from `reader`, and nothing after it: the head, then the body
+/// by its chunks, or its `Content-Length`, or (with neither) up to the end of the
+/// stream. So a kept-alive connection can carry the next request.
+pub fn read_response(reader: &mut impl Read) -> io::Result<HttpResponse> {
+    let head = read_head(reader)?;
+    let body = read_body(reader, &head)?;
+    let body = String::from_utf8(body).map_err(|_| invalid("body is not UTF-8"))?;
+    Ok(HttpResponse { status: head.status, headers: head.headers, body })
+}
+
+/// Read a response's head, past any `100 Continue`, up to its empty line. It reads a
+/// byte at a time, so that nothing after the head is taken: the body is left to read,
+/// as it comes ([`read_chunk`]) or whole ([`read_body`]).
+pub fn read_head(reader: &mut impl Read) -> io::Result<ResponseHead> {
     loop {
-        let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| invalid("no end of headers"))?;
-        let head = std::str::from_utf8(&raw[..end]).map_err(|_| invalid("head is not UTF-8"))?;
-        let body = &raw[end + 4..];
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            head.push(read_byte(reader)?.ok_or_else(|| invalid("no end of headers"))?);
+        }
+        let head = std::str::from_utf8(&head[..head.len() - 4]).map_err(|_| invalid("head is not UTF-8"))?;
         let mut lines = head.split("\r\n");
         let status: u16 = lines
             .next()
@@ -166,48 +210,85 @@ fn parse_response_with(mut raw: &[u8], partial: bool) -> io::Result<HttpResponse
             .and_then(|code| code.parse().ok())
             .ok_or_else(|| invalid("no status line"))?;
         if status == 100 {
-            raw = body;
             continue;
         }
-        let headers: Vec<(String, String)> = lines
+        let headers = lines
             .filter_map(|line| line.split_once(':'))
             .map(|(name, value)| (name.trim().to_string(), value.trim().to_string()))
             .collect();
-        let header = |name: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
-        let body = if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
-            let (body, complete) = dechunk(body);
-            if !complete && !partial {
-                return Err(invalid("broken chunked body"));
-            }
-            body
-        } else if let Some(length) = header("content-length").and_then(|v| v.parse::<usize>().ok()) {
-            body.get(..length).ok_or_else(|| invalid("body shorter than Content-Length"))?.to_vec()
-        } else {
-            body.to_vec()
-        };
-        let body = String::from_utf8(body).map_err(|_| invalid("body is not UTF-8"))?;
-        return Ok(HttpResponse { status, headers, body });
+        return Ok(ResponseHead { status, headers });
     }
 }
 
-/// A chunked body's bytes, and whether it was whole (up to its last, empty chunk);
-/// when not, the bytes of its whole chunks.
-fn dechunk(mut raw: &[u8]) -> (Vec<u8>, bool) {
-    let mut body = Vec::new();
-    loop {
-        let Some(line_end) = raw.windows(2).position(|w| w == b"\r\n") else { return (body, false) };
-        let size_text = std::str::from_utf8(&raw[..line_end]).unwrap_or("");
-        let Ok(size) = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16) else {
-            return (body, false);
-        };
-        raw = &raw[line_end + 2..];
-        if size == 0 {
-            return (body, true);
-        }
-        let (Some(chunk), Some(rest)) = (raw.get(..size), raw.get(size + 2..)) else { return (body, false) };
-        body.extend_from_slice(chunk);
-        raw = rest;
+/// Read the body that `head` announces: its chunks, its `Content-Length` bytes, or
+/// (with neither) up to the end of the stream.
+pub fn read_body(reader: &mut impl Read, head: &ResponseHead) -> io::Result<Vec<u8>> {
+    read_body_with(reader, head, false)
+}
+
+/// Read the next chunk of a chunked body, and nothing after it: `None` at the last
+/// (empty) chunk. (The trailer fields after it, which the workbook's servers never
+/// send, are left unread.)
+pub fn read_chunk(reader: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    while !line.ends_with(b"\r\n") {
+        line.push(read_byte(reader)?.ok_or_else(|| invalid("the chunked body ended early"))?);
     }
+    let line = std::str::from_utf8(&line[..line.len() - 2]).unwrap_or("");
+    let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
+        .map_err(|_| invalid("a chunk size that is not hexadecimal"))?;
+    if size == 0 {
+        return Ok(None);
+    }
+    let mut chunk = vec![0; size + 2]; // the chunk and the CRLF after it
+    reader.read_exact(&mut chunk)?;
+    chunk.truncate(size);
+    Ok(Some(chunk))
+}
+
+/// [`read_body`]; when `partial`, a chunked body cut short is what its whole chunks hold.
+fn read_body_with(reader: &mut impl Read, head: &ResponseHead, partial: bool) -> io::Result<Vec<u8>> {
+    if head.is_chunked() {
+        let mut body = Vec::new();
+        loop {
+            match read_chunk(reader) {
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                Ok(None) => return Ok(body),
+                Err(_) if partial => return Ok(body),
+                Err(_) => return Err(invalid("broken chunked body")),
+            }
+        }
+    }
+    if let Some(length) = head.header("content-length").and_then(|value| value.parse::<usize>().ok()) {
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).map_err(|_| invalid("body shorter than Content-Length"))?;
+        return Ok(body);
+    }
+    // A reset after some bytes still counts: they were the answer.
+    let mut body = Vec::new();
+    if let Err(error) = reader.read_to_end(&mut body)
+        && body.is_empty()
+    {
+        return Err(error);
+    }
+    Ok(body)
+}
+
+/// One byte, or `None` at the end of the stream.
+fn read_byte(reader: &mut impl Read) -> io::Result<Option<u8>> {
+    let mut byte = [0u8; 1];
+    loop {
+        match reader.read(&mut byte) {
+            Ok(0) => return Ok(None),
+            Ok(_) => return Ok(Some(byte[0])),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("bad HTTP response: {what}"))
 }
 
 #[cfg(test)]
@@ -221,5 +302,23 @@ mod tests {
         let chunked =
             parse_response(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n1\r\n}\r\n0\r\n\r\n").unwrap();
         assert_eq!((chunked.status, chunked.body.as_str()), (200, "{}"));
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n{}").is_err(), "short body");
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}").is_err());
+        let cut = parse_partial_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n5\r\nab");
+        assert_eq!(cut.unwrap().body, "{}", "a cut stream is its whole chunks");
+    }
+
+    #[test]
+    fn a_response_is_read_and_nothing_after_it() {
+        let two = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\n\
+Transfer-Encoding: chunked\r\n\r\n1\r\n[\r\n1\r\n]\r\n0\r\n\r\nHTTP/1.1 404 Not Found\r\n\r\n";
+        let mut stream = &two[..];
+        assert_eq!(read_response(&mut stream).unwrap().body, "{}");
+        let head = read_head(&mut stream).unwrap();
+        assert_eq!((head.status, head.is_chunked()), (200, true));
+        assert_eq!(read_chunk(&mut stream).unwrap(), Some(b"[".to_vec()));
+        assert_eq!(read_chunk(&mut stream).unwrap(), Some(b"]".to_vec()));
+        assert_eq!(read_chunk(&mut stream).unwrap(), None);
+        assert_eq!(stream, b"\r\nHTTP/1.1 404 Not Found\r\n\r\n", "the rest is left to read");
     }
 }

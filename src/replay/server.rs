@@ -1,6 +1,6 @@
-//! A chapter's server as a child process ([`RunningServer`]): started on port 0, its
-//! address read from the line it prints once listening, its stderr kept to explain a
-//! failure, and stopped when dropped.
+//! A chapter's server as a child process ([`RunningServer`]): started on port 0 (with
+//! the environment a test gives it), its address read from the line it prints once
+//! listening, its stderr kept to explain a failure, and stopped when dropped.
 
 use std::io::{self, BufRead, BufReader};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -24,7 +24,22 @@ pub struct RunningServer {
 impl RunningServer {
     /// Start `binary --bind 127.0.0.1:0 ARGS...` and wait for its URL line.
     pub fn start(binary: &Path, args: &[String]) -> io::Result<RunningServer> {
-        let mut child = Command::new(binary)
+        RunningServer::start_with_env(binary, args, &[])
+    }
+
+    /// [`RunningServer::start`], with the environment it inherits changed first: each
+    /// `(NAME, Some(value))` set, each `(NAME, None)` removed, in order. For a server that
+    /// reads a variable (chapter 7's `MCP_WORKBOOK_TOKEN`): a test says what it holds,
+    /// whatever the environment the test runs in holds.
+    pub fn start_with_env(binary: &Path, args: &[String], env: &[(&str, Option<&str>)]) -> io::Result<RunningServer> {
+        let mut command = Command::new(binary);
+        for (name, value) in env {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        let mut child = command
             .args(["--bind", "127.0.0.1:0"])
             .args(args)
             .stdin(Stdio::null())

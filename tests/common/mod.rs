@@ -1,5 +1,19 @@
 //! What several test files share. Each file under `tests/` is a crate of its own, so
-//! they include this module with `#[macro_use] mod common;`.
+//! each includes this module, `#[macro_use] mod common;`, and uses some of it.
+//!
+//! - `every_chapter!`: one test per chapter; `chapter_binaries_from`: the chapters that
+//!   carry a piece, from the one that adds it on; `start`: a chapter's server;
+//! - `raw`: bytes on a socket, for the tests of the HTTP base;
+//! - `session_client`: a client of the chapters with sessions.
+#![allow(dead_code, unused_macros)]
+
+pub mod raw;
+pub mod session_client;
+
+use std::path::Path;
+
+use mcp_workbook::chapters::CHAPTERS;
+use mcp_workbook::replay::RunningServer;
 
 /// `every_chapter!(then)` expands to `then! { ch01_envelope => "ch01-envelope", ... }`:
 /// every chapter as a test name and its binary's name, the one list the per-chapter
@@ -7,6 +21,12 @@
 /// per chapter, not one loop, so that a failure names its chapter. Each caller also
 /// checks this list against `chapters::CHAPTERS`, so a chapter added there and not
 /// here fails every one of them.
+///
+/// A chapter whose binaries need a cargo feature (`Chapter::features`) comes with its
+/// `#[cfg(feature = ...)]`, which each caller puts on what it makes of the chapter:
+/// cargo builds such a binary only with the feature on, and without the binary there is
+/// no `CARGO_BIN_EXE_...` for `env!` to read. So the check is against the chapters this
+/// build has (`Chapter::in_this_build`): all of them with `--all-features`.
 macro_rules! every_chapter {
     ($then:ident) => {
         $then! {
@@ -27,7 +47,36 @@ macro_rules! every_chapter {
             ch15_input_required => "ch15-input-required",
             ch16_sessions => "ch16-sessions",
             ch17_subscriptions => "ch17-subscriptions",
+            #[cfg(feature = "authorization")]
             ch18_authorization => "ch18-authorization",
         }
     };
+}
+
+/// The binaries of chapter `first` and of every chapter after it that this build has,
+/// in order: for the tests of a piece that chapter `first` adds and every later chapter
+/// carries. The list is `chapters::CHAPTERS`'s, so a new chapter joins it by itself; a
+/// chapter whose features this build lacks (`Chapter::in_this_build`: 18 without
+/// `--all-features`) has no binary, and is left out.
+pub fn chapter_binaries_from(first: u8) -> Vec<String> {
+    assert!(CHAPTERS.iter().any(|chapter| chapter.number == first), "there is no chapter {first}");
+    // Cargo puts every binary of the package in one folder (`CARGO_BIN_EXE_*`).
+    let folder = Path::new(env!("CARGO_BIN_EXE_workbook")).parent().expect("the binaries' folder");
+    let chapters = CHAPTERS.iter().filter(|chapter| chapter.number >= first && chapter.in_this_build());
+    let binaries: Vec<String> = chapters
+        .map(|chapter| {
+            let binary = folder.join(format!("{}{}", chapter.name, std::env::consts::EXE_SUFFIX));
+            assert!(binary.is_file(), "{} is not built", binary.display());
+            binary.display().to_string()
+        })
+        .collect();
+    assert!(!binaries.is_empty(), "this build has no chapter from {first} on");
+    binaries
+}
+
+/// A chapter's server, `binary ARGS...`, started on a free port (`RunningServer::start`);
+/// stopped when dropped. A server that does not start fails the test, saying why.
+pub fn start(binary: &str, args: &[&str]) -> RunningServer {
+    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+    RunningServer::start(Path::new(binary), &args).unwrap_or_else(|e| panic!("{binary} does not start: {e}"))
 }

@@ -1,7 +1,5 @@
-//! A client of the chapters with sessions (16 on), over HTTP, for the tests that go
-//! where a transcript cannot. `tests/sessions.rs`, `tests/subscriptions.rs` and
-//! `tests/asking.rs` include it with `#[path = "common/session_client.rs"] mod
-//! session_client;`.
+//! A client of the chapters that ask their client (15 on) and hold sessions (16 on),
+//! over HTTP, for the tests that go where a transcript cannot.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};

@@ -55,7 +55,7 @@ use mcp_workbook::replay;
 use mcp_workbook::transcript::HttpRequest;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, ErrorKind, Read};
+use std::io::{BufRead, BufReader, ErrorKind};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, mpsc};
@@ -323,37 +323,14 @@ fn renamed_arguments(prompt: &PromptStandIn, arguments: &Value) -> Map<String, V
 
 /// Send the request to the chapter, and bring its response back: an event stream as it
 /// comes, each chunk passed on when it arrives (a server may wait, mid-stream, for its
-/// client), anything else whole.
+/// client), anything else whole. The workbook's reader reads it (`replay::read_head`,
+/// `read_chunk`, `read_body`).
 fn forward(chapter: SocketAddr, sent: &HttpRequest) -> std::io::Result<Response> {
     let mut upstream = BufReader::new(replay::open(chapter, sent)?);
-    let mut head = Vec::new();
-    // The head, up to its empty line (a `100 Continue` before it has one of its own).
-    loop {
-        let before = head.len();
-        if upstream.read_until(b'\n', &mut head)? == 0 {
-            break;
-        }
-        if head[before..] == *b"\r\n" {
-            if head.starts_with(b"HTTP/1.1 100") {
-                head.clear();
-                continue;
-            }
-            break;
-        }
-    }
-    let text = String::from_utf8_lossy(&head);
-    let mut lines = text.lines();
-    let status: u16 =
-        lines.next().and_then(|line| line.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(name, value)| (name.trim().to_string(), value.trim().to_string()))
-        .collect();
-    let header = |name: &str| headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
-    let chunked = header("Transfer-Encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
-    let event_stream = header("Content-Type").is_some_and(|v| v.starts_with("text/event-stream"));
-    if chunked && event_stream {
-        let mut response = Response::stream(status, "text/event-stream", move |writer| {
+    let head = replay::read_head(&mut upstream)?;
+    let event_stream = head.header("Content-Type").is_some_and(|v| v.starts_with("text/event-stream"));
+    if head.is_chunked() && event_stream {
+        let mut response = Response::stream(head.status, "text/event-stream", move |writer| {
             // A stream may be quiet for long (a session's own stream, chapter 17; a call
             // waiting for its user): wait for each chunk as long as it takes, looking
             // every second whether the client has gone.
@@ -370,37 +347,19 @@ fn forward(chapter: SocketAddr, sent: &HttpRequest) -> std::io::Result<Response>
                     }
                     Err(_) => return,
                 }
-                let Some(chunk) = next_chunk(&mut upstream) else { return };
+                // The end of the stream, or a stream that breaks off, ends the answer.
+                let Ok(Some(chunk)) = replay::read_chunk(&mut upstream) else { return };
                 if writer.send(&chunk).is_err() {
                     return; // the client has gone: so does the connection upstream
                 }
             }
         });
-        let others = headers.iter().filter(|(name, _)| !name.eq_ignore_ascii_case("Content-Type"));
+        let others = head.headers.iter().filter(|(name, _)| !name.eq_ignore_ascii_case("Content-Type"));
         response.headers.extend(end_to_end(&others.cloned().collect::<Vec<_>>()));
         return Ok(response);
     }
-    let mut rest = Vec::new();
-    if let Err(error) = upstream.read_to_end(&mut rest)
-        && rest.is_empty()
-        && head.is_empty()
-    {
-        return Err(error);
-    }
-    let answer = replay::parse_response(&[head, rest].concat())?;
-    Ok(Response { headers: end_to_end(&answer.headers), ..Response::empty(answer.status) }
-        .with_body(answer.body.into_bytes()))
-}
-
-/// The next chunk of a chunked body, `None` at its end (or when it breaks off).
-fn next_chunk(upstream: &mut impl BufRead) -> Option<Vec<u8>> {
-    let mut line = String::new();
-    upstream.read_line(&mut line).ok()?;
-    let size = usize::from_str_radix(line.trim().split(';').next()?, 16).ok().filter(|size| *size > 0)?;
-    let mut chunk = vec![0; size + 2]; // the chunk and its CRLF
-    upstream.read_exact(&mut chunk).ok()?;
-    chunk.truncate(size);
-    Some(chunk)
+    let body = replay::read_body(&mut upstream, &head)?;
+    Ok(Response { headers: end_to_end(&head.headers), ..Response::empty(head.status) }.with_body(body))
 }
 
 /// The headers that belong to the message, not to one connection: `send` and the base

@@ -3,7 +3,7 @@
 //! transfer codings, folded lines, odd bytes in values, other versions.
 //!
 //! For every head, the door either refuses it with one of its statuses, or accepts it;
-//! and every head it accepts is one that `tiny_http` (the base's old reader, which reads
+//! and every head it accepts is one that `tiny_http` (an independent reader, which reads
 //! LF and CRLF differently) reads exactly the same way: the same method, target,
 //! headers and body. So a head the door accepts has only one reading: there is nothing
 //! for a second reader in front of it (a proxy) to read differently.
