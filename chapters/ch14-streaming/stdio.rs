@@ -63,7 +63,7 @@ fn handle_line(
         // There is no status line on stdio: the status the router chose goes nowhere,
         // and the JSON-RPC error in the body is the whole answer. No body, no line.
         Routed::Answer(response) | Routed::AsIs(response) => (!response.body.is_empty()).then_some(response.body),
-        Routed::Long(id, long) => start_long_call_on_stdio(id, long, catalog.server()),
+        Routed::Long(id, long) => start_long_call_on_stdio(id, *long, catalog.server()),
     }
 }
 

@@ -51,7 +51,7 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
         // A long call goes on after this handler returns (streaming.rs).
         Routed::Long(id, long) => {
             let streams = allows_event_stream(request.header("Accept"));
-            answer_long_call(id, long, format, streams, catalog.server())
+            answer_long_call(id, *long, format, streams, catalog.server())
         }
     }
 }

@@ -68,8 +68,8 @@ pub enum Routed {
     /// message that needs no answer. Over stdio the body goes out as a line, if it has one.
     AsIs(Response),
     /// A call that works in steps: the transport runs it on, and sends what it reports
-    /// and its result as they come (streaming.rs).
-    Long(Value, LongCall),
+    /// and its result as they come (streaming.rs). Boxed: it is large, and rare.
+    Long(Value, Box<LongCall>),
 }
 
 /// The one way through the server: a message in, what goes back out.
@@ -197,7 +197,7 @@ fn dispatch(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<V
 /// runs on after the router has returned (streaming.rs).
 enum ToolCall {
     Done(Value),
-    Long(LongCall),
+    Long(Box<LongCall>),
 }
 
 /// `tools/call`: find the tool by its name and check its arguments, once; then run a
@@ -218,7 +218,9 @@ fn tools_call(params: Option<&Value>, era: Era, catalog: &'static Catalog) -> Re
             progress_token(params)?;
             Ok(ToolCall::Done(run_tool(tool.name(), || run(&arguments))?))
         }
-        Run::Steps(run) => Ok(ToolCall::Long(long_call(tool.name(), run, arguments, params, era, &catalog.calls)?)),
+        Run::Steps(run) => {
+            Ok(ToolCall::Long(Box::new(long_call(tool.name(), run, arguments, params, era, &catalog.calls)?)))
+        }
     }
 }
 

@@ -84,8 +84,8 @@ pub enum Routed {
     /// message that needs no answer. Over stdio the body goes out as a line, if it has one.
     AsIs(Response),
     /// A call that works in steps: the transport runs it on, and sends what it reports
-    /// and its result as they come (streaming.rs).
-    Long(Value, LongCall),
+    /// and its result as they come (streaming.rs). Boxed: it is large, and rare.
+    Long(Value, Box<LongCall>),
     /// A `subscriptions/listen`, its envelope checked (chapter 17): the transport keeps
     /// its answer open, and sends each notice on it as it comes (listen.rs).
     Listen(Value, Option<Value>),
@@ -277,7 +277,7 @@ fn dispatch(
 /// runs on after the router has returned (streaming.rs).
 enum ToolCall {
     Done(Value),
-    Long(LongCall),
+    Long(Box<LongCall>),
 }
 
 /// `tools/call`: find the tool by its name and check its arguments, once; then run a
@@ -303,7 +303,7 @@ fn tools_call(
             progress_token(params)?;
             Ok(ToolCall::Done(run_tool(tool.name(), || run(&arguments))?))
         }
-        Run::Steps(run) => Ok(ToolCall::Long(long_call(tool.name(), run, arguments, params, era, session)?)),
+        Run::Steps(run) => Ok(ToolCall::Long(Box::new(long_call(tool.name(), run, arguments, params, era, session)?))),
     }
 }
 

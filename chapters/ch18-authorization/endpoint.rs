@@ -104,7 +104,7 @@ pub fn handle(
         // A long call goes on after this handler returns (streaming.rs).
         Routed::Long(id, long) => {
             let streams = allows_event_stream(request.header("Accept"));
-            answer_long_call(id, long, format, streams, catalog.server())
+            answer_long_call(id, *long, format, streams, catalog.server())
         }
         // Chapter 17: a subscription's answer stays open (listen.rs).
         Routed::Listen(id, params) => {
