@@ -35,6 +35,7 @@ import shutil
 import socket
 import statistics
 import subprocess
+import tomllib
 import sys
 import tempfile
 import threading
@@ -298,6 +299,15 @@ class CargoServer(Server):
         self.size = self.binary.stat().st_size
 
 
+def required_features(manifest: Path, bin_name: str) -> list[str]:
+    """`--features ...` for a workbook binary that needs some (chapter 18's crates are
+    behind the `authorization` feature), as its `[[bin]]` entry says; else nothing."""
+    for entry in tomllib.loads(manifest.read_text()).get("bin", []):
+        if entry.get("name") == bin_name and entry.get("required-features"):
+            return ["--features", ",".join(entry["required-features"])]
+    return []
+
+
 # The largest `--max-calls-per-minute` (a u32): no benchmark run comes near it.
 UNLIMITED_CALLS = 4_294_967_295
 
@@ -309,7 +319,7 @@ class Starter(CargoServer):
         super().__init__()
         self.manifest = workbook / "Cargo.toml"
         self.binary_name = bin_name
-        self.package_args = ["--bin", bin_name]
+        self.package_args = ["--bin", bin_name] + required_features(self.manifest, bin_name)
         self.label = f"starter ({bin_name})"
         self.workers = workers
         self.has_workers_flag = False
