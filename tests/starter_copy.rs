@@ -4,37 +4,34 @@
 //! built), and the binary it builds passes its chapter's whole transcript, over HTTP
 //! and over stdio.
 //!
-//! The copies build in one target folder of their own under the temporary folder: the
-//! workbook's own is locked by the `cargo test` running this test. A debug build of
-//! the four crates takes some ten seconds on two cores. The full starter is the last
-//! chapter's, so it is copied when this build has that chapter (`--all-features`).
+//! The copies are written to `target/starter-copies/` (emptied first) and build in the
+//! target folder the tests' scratch crates share (`common::build_in_scratch_target`:
+//! the workbook's own is locked by the `cargo test` running this test), so the wrong
+//! solutions' build after this one finds the dependencies compiled. The full starter
+//! is the last chapter's, so it is copied when this build has that chapter
+//! (`--all-features`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+mod common;
 
 use mcp_workbook::chapters;
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::starter;
 use mcp_workbook::transcript;
 
-/// A scratch folder under the system's temporary folder, removed when dropped
-/// (kept when the test fails, so the copy can be inspected).
+/// The folder the copies are written to, emptied first; kept after the test, so a copy
+/// that fails can be inspected (`target/starter-copies/`). The same folder every run,
+/// so cargo's record of the copies' builds stays one, not one per run.
 struct Scratch(PathBuf);
 
 impl Scratch {
     fn new() -> Scratch {
-        let path = std::env::temp_dir().join(format!("mcp-workbook-starter-{}", std::process::id()));
+        let path = common::workbook_target().join("starter-copies");
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).expect("a scratch folder");
         Scratch(path)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
     }
 }
 
@@ -83,15 +80,13 @@ fn copy_build_and_replay(scratch: &Scratch, name: &str, flags: &[&str], chapter:
 
     // 2. It builds offline, on its own, without a warning.
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let target = scratch.0.join("target");
-    let (ok, said) = run(Command::new(&cargo)
-        .args(["build", "--offline"])
-        .current_dir(&copy)
-        .env("CARGO_TARGET_DIR", &target)
-        .env_remove("RUSTFLAGS"));
+    let mut build = Command::new(&cargo);
+    build.args(["build", "--offline"]).current_dir(&copy);
+    let binaries = common::build_in_scratch_target(&mut build);
+    let (ok, said) = run(&mut build);
     assert!(ok, "the copy does not build:\n{said}");
     assert!(!said.contains("warning"), "the copy builds with warnings:\n{said}");
-    let binary = target.join("debug").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let binary = binaries.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
 
     // 3. Its `--help` says what every flag does.
     let (ok, help) = run(Command::new(&binary).arg("--help"));

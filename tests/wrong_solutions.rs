@@ -21,11 +21,12 @@
 //! changes anything outside a function body (an attribute, a constant) cannot be
 //! switched at run time: it gets a binary of its own, which is why patches rarely do.
 //!
-//! The binaries are built by cargo, once, in a scratch package inside the target folder,
-//! with its own target folder (the workbook's is locked by the `cargo test` running
-//! this) and the workbook's `Cargo.lock`: the first run compiles the dependencies
-//! (some ten seconds on two cores), later runs rebuild only the chapters whose sources
-//! changed. Each chapter's binary also runs with no wrong solution chosen, and must
+//! The binaries are built by cargo, once, in a scratch package inside the target folder
+//! (`target/wrong-solutions`), with the workbook's `Cargo.lock`, in the target folder
+//! the tests' scratch crates share (`common::build_in_scratch_target`: the workbook's
+//! own is locked by the `cargo test` running this): the dependencies are those the
+//! starters' copies compiled there already, and later runs rebuild only the chapters
+//! whose sources changed. Each chapter's binary also runs with no wrong solution chosen, and must
 //! pass its chapter's check: the rewriting changes nothing else.
 
 use std::collections::BTreeMap;
@@ -438,9 +439,7 @@ fn load_solutions(chapter: &Chapter) -> Vec<Solution> {
 
 /// Where the scratch package lives: beside `debug` in the workbook's target folder.
 fn scratch() -> PathBuf {
-    let workbook = Path::new(env!("CARGO_BIN_EXE_workbook"));
-    let target = workbook.parent().and_then(Path::parent).expect("the binary is in target/PROFILE/");
-    target.join("wrong-solutions")
+    common::workbook_target().join("wrong-solutions")
 }
 
 /// Write `text` to `path` unless it holds it already, so cargo rebuilds only what changed.
@@ -495,7 +494,7 @@ fn build_all() -> &'static Result<PathBuf, String> {
             "# Written by tests/wrong_solutions.rs: the chapters with their wrong solutions.\n\
              [package]\nname = \"wrong-solutions\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\
              autobins = false\n\n[workspace]\n\n[dependencies]\nmcp-workbook = {{ path = {:?} }}\n{dependencies}\n\
-             [features]\n{features}\n[profile.dev]\ndebug = false\nincremental = false\n{bins}",
+             [features]\n{features}\n{bins}",
             root.display().to_string()
         );
         write_if_changed(&dir.join("Cargo.toml"), &cargo_toml);
@@ -507,12 +506,13 @@ fn build_all() -> &'static Result<PathBuf, String> {
             std::fs::write(dir.join("workbook.lock"), &lock).map_err(|e| e.to_string())?;
         }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let output = Command::new(cargo)
+        let mut build = Command::new(cargo);
+        build
             .args(["build", "--offline", "--quiet", "--bins"])
             .args(if needed.is_empty() { Vec::new() } else { vec!["--features".to_string(), needed.join(",")] })
-            .current_dir(&dir)
-            .env("CARGO_TARGET_DIR", dir.join("target"))
-            .env_remove("RUSTFLAGS")
+            .current_dir(&dir);
+        let binaries = common::build_in_scratch_target(&mut build);
+        let output = build
             .output()
             .map_err(|e| format!("cannot run cargo: {e}"))?;
         if !output.status.success() {
@@ -522,7 +522,7 @@ fn build_all() -> &'static Result<PathBuf, String> {
                 String::from_utf8_lossy(&output.stderr)
             ));
         }
-        Ok(dir.join("target").join("debug"))
+        Ok(binaries)
     })
 }
 

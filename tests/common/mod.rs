@@ -80,3 +80,28 @@ pub fn start(binary: &str, args: &[&str]) -> RunningServer {
     let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
     RunningServer::start(Path::new(binary), &args).unwrap_or_else(|e| panic!("{binary} does not start: {e}"))
 }
+
+/// The workbook's target folder (`target/`, or `CARGO_TARGET_DIR`), where the crates the
+/// tests write (the starters' copies, the wrong solutions) are kept between runs, so a
+/// second run rebuilds only what changed.
+pub fn workbook_target() -> std::path::PathBuf {
+    let workbook = Path::new(env!("CARGO_BIN_EXE_workbook"));
+    workbook.parent().and_then(Path::parent).expect("the binary is in target/PROFILE/").to_path_buf()
+}
+
+/// `command` (a `cargo build` of a crate the tests wrote) set to build in the one target
+/// folder all such crates share, `target/scratch`: not the workbook's own folder, which
+/// the `cargo test` running the test holds locked; and one for all, not one each, so
+/// that the dependencies they share (serde to ring) are compiled once. The dev profile
+/// is set here, the same for every such build, because cargo keys a compiled
+/// dependency by it: no debug information (these binaries are run, never debugged) and
+/// no `RUSTFLAGS`. Returns the folder the binaries land in.
+pub fn build_in_scratch_target(command: &mut std::process::Command) -> std::path::PathBuf {
+    let target = workbook_target().join("scratch");
+    command
+        .env("CARGO_TARGET_DIR", &target)
+        .env("CARGO_PROFILE_DEV_DEBUG", "false")
+        .env("CARGO_PROFILE_DEV_INCREMENTAL", "false")
+        .env_remove("RUSTFLAGS");
+    target.join("debug")
+}
