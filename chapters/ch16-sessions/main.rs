@@ -230,7 +230,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                 "inputSchema": {
                     "type": "object",
                     "properties": {
-                        "note": { "type": "string", "maxLength": 200, "description": "A note to the payroll office." },
+                        "note": { "type": "string", "description": "A note to the payroll office." },
                     },
                     "additionalProperties": false,
                 },
