@@ -643,7 +643,8 @@ fn reason(status: u16) -> &'static str {
 // ===========================================================================
 
 /// The most a request head may take, request line and headers together, and the most
-/// header lines in it. Past either: `431`.
+/// header lines in it. Past either: `431`, or `414` when the request line alone is past
+/// it (see [`over_long_request_line`]).
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 const MAX_HEADERS: usize = 100;
 
@@ -661,6 +662,9 @@ fn read_head(from_client: &mut impl BufRead) -> Result<Vec<u8>, Refusal> {
         from_client.take(budget).read_until(b'\n', &mut head).map_err(Refusal::from_io)?;
         let line = &head[start..];
         if head.len() > MAX_HEAD_BYTES {
+            if start == 0 {
+                return Err(over_long_request_line(&head));
+            }
             return Err(Refusal::new(431, "Request Header Fields Too Large: the head is over 64 KiB"));
         }
         if !line.ends_with(b"\n") {
@@ -678,6 +682,20 @@ fn read_head(from_client: &mut impl BufRead) -> Result<Vec<u8>, Refusal> {
     }
 }
 
+/// The refusal for a request line that is still going at the cap. RFC 9112, section 3:
+/// "A server that receives a request-target longer than any URI it wishes to parse MUST
+/// respond with a 414 (URI Too Long) status code", and one that receives a method longer
+/// than any it implements should answer `501`. Which part is too long is told by the
+/// spaces so far: none, the method; one, the target; more, what follows the target,
+/// which is no version.
+fn over_long_request_line(start_of_line: &[u8]) -> Refusal {
+    match start_of_line.iter().filter(|&&byte| byte == b' ').count() {
+        0 => Refusal::new(501, "Not Implemented: no method of this server is over 64 KiB long"),
+        1 => Refusal::new(414, "URI Too Long: the request target is over 64 KiB"),
+        _ => Refusal::bad("the request line is not METHOD TARGET VERSION"),
+    }
+}
+
 // ANCHOR: head
 /// A request head, as the door reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -685,7 +703,7 @@ pub struct Head {
     pub method: String,
     /// The request target in origin form, `/mcp?x=1` (or `*`, for `OPTIONS *`).
     pub target: String,
-    /// `HTTP/1.0`, rather than `HTTP/1.1`.
+    /// `HTTP/1.0`, rather than `HTTP/1.1` (or a later `HTTP/1.x`, read as `HTTP/1.1`).
     pub http_1_0: bool,
     /// The headers passed on, in the order received: everything but the ones about this
     /// connection or this message's framing, which the door handles itself.
@@ -708,8 +726,11 @@ pub enum Framing {
     Chunked,
 }
 
-/// Headers that describe this connection or this message's framing, not the request:
-/// the door acts on them and does not pass them on (RFC 9110, section 7.6.1). A fixed
+/// Headers the door acts on and does not pass on: those about this connection, which
+/// RFC 9110 (section 7.6.1) has a proxy remove (`Connection`, `Keep-Alive`,
+/// `Proxy-Connection`, `TE`, `Transfer-Encoding`, `Upgrade`), and those about this
+/// message's framing and expectations (`Content-Length`, `Trailer`, `Expect`), which end
+/// here because the door reads the body and answers the expectation itself. A fixed
 /// list: a client cannot add to it (see `Connection` in [`parse_head`]).
 const HOP_BY_HOP: &[&str] = &[
     "connection",
@@ -801,13 +822,11 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, Refusal> {
 /// applied, must end with `chunked`, the one that says where the body ends (RFC 9112,
 /// section 6.1), and `chunked` is the only one the door decodes.
 fn chunked_framing(value: &str) -> Result<Framing, Refusal> {
-    let codings: Vec<&str> = value.split(',').map(str::trim).collect();
-    // RFC 9110 (section 5.6.1) has a recipient skip an empty element (`, chunked`); a
-    // reader in front that does not would see other codings. The door's choice, as for
-    // two equal lengths: one form only, where the body ends is no place to be lenient.
-    if codings.contains(&"") {
-        return Err(Refusal::bad("an empty element in Transfer-Encoding"));
-    }
+    // Empty elements are skipped, `, chunked` is `chunked`: RFC 9110, section 5.6.1.2, "a
+    // recipient MUST accept lists that satisfy the following syntax: #element => [ element ]
+    // *( OWS "," OWS [ element ] )". The whole head is at most 64 KiB, which bounds them.
+    // No coding at all (`Transfer-Encoding: ,`) leaves no `chunked` last: `400` below.
+    let codings: Vec<&str> = value.split(',').map(str::trim).filter(|coding| !coding.is_empty()).collect();
     let is_chunked = |coding: &&str| coding.eq_ignore_ascii_case("chunked");
     // RFC 9112, section 6.3, rule 4: "If a Transfer-Encoding header field is present in a
     // request and the chunked transfer coding is not the final encoding, the message body
@@ -859,7 +878,12 @@ fn crlf_lines(raw: &[u8]) -> Result<Vec<&[u8]>, Refusal> {
 }
 
 /// `POST /mcp HTTP/1.1`: a method (a token), one space, a target (visible ASCII), one
-/// space, the version. Only HTTP/1.0 and HTTP/1.1 are spoken here.
+/// space, the version. HTTP/1.0 and HTTP/1.1 are spoken here, and a later HTTP/1.x is
+/// read as HTTP/1.1: RFC 9110, section 6.2, "A recipient that receives a message with a
+/// major version number that it implements and a minor version number higher than what
+/// it implements SHOULD process the message as if it were in the highest minor version
+/// within that major version to which the recipient is conformant." Another major
+/// version (HTTP/2's preface, `PRI * HTTP/2.0`, among them) is `505`.
 fn parse_request_line(line: &[u8]) -> Result<(String, String, bool), Refusal> {
     let mut parts = line.split(|&byte| byte == b' ');
     let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
@@ -873,8 +897,8 @@ fn parse_request_line(line: &[u8]) -> Result<(String, String, bool), Refusal> {
         return Err(Refusal::bad("the request target is not visible ASCII"));
     }
     let http_1_0 = match version {
-        b"HTTP/1.1" => false,
         b"HTTP/1.0" => true,
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor] if minor.is_ascii_digit() => false, // 1.1 and later
         [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() => {
             return Err(Refusal::new(505, "HTTP Version Not Supported: this server speaks HTTP/1.1 and HTTP/1.0"));
         }

@@ -711,6 +711,7 @@ pub fn reason(status: u16) -> &'static str {
         408 => "Request Timeout",
         409 => "Conflict",
         413 => "Content Too Large",
+        414 => "URI Too Long",
         415 => "Unsupported Media Type",
         417 => "Expectation Failed",
         429 => "Too Many Requests",

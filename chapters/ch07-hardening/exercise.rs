@@ -15,7 +15,7 @@
 //! - `Host` must be a name this server answers as (against DNS rebinding): else 403;
 //! - `Origin`, when present, must be allowed (against pages on other sites): else 403;
 //! - with a token set (`--token` or `MCP_WORKBOOK_TOKEN`), `Authorization: Bearer`
-//!   must carry it: else 401 with `WWW-Authenticate: Bearer`.
+//!   must carry it: else 401 with `WWW-Authenticate: Bearer realm="mcp"`.
 //!
 //! It listens on loopback unless told otherwise, and warns when told otherwise. An
 //! unsupported `MCP-Protocol-Version` is refused with 400 before any method runs

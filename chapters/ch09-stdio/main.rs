@@ -354,11 +354,14 @@ impl Guard {
         let Some(expected) = &self.token else { return Ok(()) };
         match bearer_token(request) {
             Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => Ok(()),
-            // RFC 6750, section 3: no credentials get a bare challenge, wrong ones say so.
+            // RFC 6750, section 3: a `Bearer` challenge carries at least one parameter. The
+            // realm names what the token guards: here one token guards the whole server,
+            // so one fixed name, never the `Host` a client chose. No credentials get no
+            // error code (section 3.1); a wrong token is told so.
             Some(_) => Err(refusal(401, "Unauthorized: wrong bearer token")
-                .with_header("WWW-Authenticate", r#"Bearer error="invalid_token""#)),
+                .with_header("WWW-Authenticate", r#"Bearer realm="mcp", error="invalid_token""#)),
             None => Err(refusal(401, "Unauthorized: send `Authorization: Bearer <token>`")
-                .with_header("WWW-Authenticate", "Bearer")),
+                .with_header("WWW-Authenticate", r#"Bearer realm="mcp""#)),
         }
     }
 

@@ -526,7 +526,7 @@ fn logo() -> ResourceContents {
 }
 
 /// Every template. Its `uriTemplate` is an RFC 6570 template; this server reads the
-/// simple `{name}` form, each variable standing for one segment of the URI.
+/// simple `{name}` form, each value running up to the literal text after it (`match_template`).
 fn resource_templates() -> Vec<ResourceTemplate> {
     vec![ResourceTemplate {
         definition: json!({

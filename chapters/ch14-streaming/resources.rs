@@ -150,10 +150,16 @@ impl ResourceContents {
 // ANCHOR_END: resource_contents
 
 // ANCHOR: match_template
-/// Match `uri` against a template made of literal text and `{name}` variables, such as
-/// `orders://{orderId}`: the value of every variable, or `None` when the URI does not
-/// have the template's form. A value is what RFC 6570 expands `{name}` to (section
-/// 3.2.2): one or more unreserved characters or %-escapes, so it never holds a `/`.
+/// Match `uri` against a template made of literal text and `{name}` variables (RFC 6570,
+/// level 1), such as `orders://{orderId}` or `orders://{orderId}.json`: the value of
+/// every variable, or `None` when the URI does not have the template's form. A value is
+/// what RFC 6570 expands `{name}` to (section 3.2.2): one or more unreserved characters
+/// or %-escapes, so it never holds a `/`. It runs up to the literal text after it: to
+/// the first place that text appears, or, for the text that ends the template, to where
+/// it ends the URI. Where a value could hold that text too (`{a}-{b}` against `p-q-r`),
+/// the URI has two readings, and this takes the first (`p` and `q-r`). Two variables
+/// side by side (`{a}{b}`) have nothing between them to split at: the template names
+/// nothing.
 fn match_template(template: &str, uri: &str) -> Option<BTreeMap<String, String>> {
     let (mut template, mut uri) = (template, uri);
     let mut variables = BTreeMap::new();
@@ -161,12 +167,28 @@ fn match_template(template: &str, uri: &str) -> Option<BTreeMap<String, String>>
         // The literal text before the variable must be there, exactly.
         uri = uri.strip_prefix(&template[..start])?;
         let end = start + template[start..].find('}')?;
-        let length = uri.find(|c: char| !(c.is_ascii_alphanumeric() || "-._~%".contains(c))).unwrap_or(uri.len());
-        if length == 0 {
+        let name = &template[start + 1..end];
+        template = &template[end + 1..];
+        // The literal text after the variable, up to the next variable or the end.
+        let literal = &template[..template.find('{').unwrap_or(template.len())];
+        let length = if template.starts_with('{') {
+            return None; // two variables side by side
+        } else if literal.is_empty() {
+            uri.len() // the last variable, with nothing after it
+        } else if literal.len() == template.len() {
+            uri.strip_suffix(literal)?.len() // the template's last text ends the URI
+        } else {
+            // The first place the literal appears after the value's first character.
+            let first = uri.chars().next()?.len_utf8();
+            first + uri[first..].find(literal)?
+        };
+        let value = &uri[..length];
+        let is_value_char = |c: char| c.is_ascii_alphanumeric() || "-._~%".contains(c);
+        if value.is_empty() || !value.chars().all(is_value_char) {
             return None;
         }
-        variables.insert(template[start + 1..end].to_string(), uri[..length].to_string());
-        (template, uri) = (&template[end + 1..], &uri[length..]);
+        variables.insert(name.to_string(), value.to_string());
+        uri = &uri[length..];
     }
     // After the last variable, the rest must match too.
     (template == uri).then_some(variables)
@@ -198,3 +220,47 @@ pub fn base64(bytes: &[u8]) -> String {
     text
 }
 // ANCHOR_END: match_template
+
+// `match_template` on the cases *Matching a template* (chapter 11) names, as tests of
+// this file's own (`cargo test --bin ch11-resources`).
+
+/// The values `template` reads from `uri`, in the order of their names.
+#[cfg(test)]
+fn matched(template: &str, uri: &str) -> Option<Vec<(String, String)>> {
+    match_template(template, uri).map(|variables| variables.into_iter().collect())
+}
+
+#[cfg(test)]
+fn values(pairs: &[(&str, &str)]) -> Option<Vec<(String, String)>> {
+    Some(pairs.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect())
+}
+
+#[test]
+fn a_value_runs_up_to_the_literal_text_after_it() {
+    assert_eq!(matched("orders://{orderId}", "orders://A-1001"), values(&[("orderId", "A-1001")]));
+    assert_eq!(matched("orders://{orderId}.json", "orders://A-1001.json"), values(&[("orderId", "A-1001")]));
+    // The text that ends the template ends the URI: a value may hold it before that.
+    assert_eq!(matched("orders://{orderId}.json", "orders://v.1.json"), values(&[("orderId", "v.1")]));
+    assert_eq!(matched("orders://{orderId}/items", "orders://A-1001/items"), values(&[("orderId", "A-1001")]));
+    assert_eq!(matched("reports://{year}-{month}", "reports://2026-11"), values(&[("month", "11"), ("year", "2026")]));
+}
+
+#[test]
+fn a_value_is_never_empty_and_never_holds_a_slash() {
+    assert_eq!(matched("orders://{orderId}", "orders://A-1001/items"), None);
+    assert_eq!(matched("orders://{orderId}", "orders://"), None);
+    assert_eq!(matched("orders://{orderId}.json", "orders://.json"), None);
+    assert_eq!(matched("orders://{orderId}.json", "orders://A-1001"), None);
+    assert_eq!(matched("orders://{orderId}.json", "orders://a/b.json"), None);
+    assert_eq!(matched("orders://{orderId}", "invoices://A-1001"), None);
+}
+
+/// Two readings: the first is taken. Side by side: no reading at all.
+#[test]
+fn two_readings_give_the_first_and_adjacent_variables_name_nothing() {
+    assert_eq!(matched("x://{a}-{b}", "x://p-q-r"), values(&[("a", "p"), ("b", "q-r")]));
+    assert_eq!(matched("files://{name}.{ext}", "files://a.b.c"), values(&[("ext", "b.c"), ("name", "a")]));
+    // A value may begin with the literal's own character.
+    assert_eq!(matched("x://{a}-{b}", "x://-p-q"), values(&[("a", "-p"), ("b", "q")]));
+    assert_eq!(matched("x://{a}{b}", "x://pq"), None);
+}

@@ -57,6 +57,13 @@ const REFUSED: &[(&str, &[u8], u16)] = &[
         400,
     ),
     ("an empty Transfer-Encoding", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: ,\r\n\r\n", 400),
+    // Empty elements skipped, no coding is left: chunked is not last (section 6.3, rule 4).
+    ("a Transfer-Encoding of empty elements", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: , ,\r\n\r\n", 400),
+    (
+        "an empty element, then gzip",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked, , gzip\r\n\r\n0\r\n\r\n",
+        400,
+    ),
     (
         "chunked twice in one Transfer-Encoding",
         b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
@@ -75,7 +82,7 @@ const REFUSED: &[(&str, &[u8], u16)] = &[
     ),
     ("the HTTP/2 preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
     ("an HTTP/2.0 request line", b"POST /mcp HTTP/2.0\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n", 505),
-    ("HTTP/1.2", b"GET /mcp HTTP/1.2\r\nHost: localhost\r\n\r\n", 505),
+    ("HTTP/3.0", b"GET /mcp HTTP/3.0\r\nHost: localhost\r\n\r\n", 505),
     ("HTTP/0.9", b"GET /mcp\r\n\r\n", 400),
     ("a lowercase version", b"GET /mcp http/1.1\r\nHost: localhost\r\n\r\n", 400),
     ("two spaces in the request line", b"GET  /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
@@ -194,6 +201,79 @@ fn a_head_over_64_kib_or_with_too_many_headers_is_431() {
     let many = format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\n{many}\r\n");
     assert_eq!(status(&send(server.address, many.as_bytes())), 431);
     assert_serves(&mut server, "long heads");
+}
+
+/// RFC 9112, section 3: "A server that receives a request-target longer than any URI it
+/// wishes to parse MUST respond with a 414 (URI Too Long) status code". A request line
+/// still going at the 64 KiB cap is `414` when its target is what is long, and `501`
+/// (the same section's SHOULD for a method longer than any the server implements) when
+/// its method is; the connection closes, and the starter goes on.
+#[test]
+fn a_request_target_over_64_kib_is_414_and_a_method_501() {
+    let mut server = start(&[]);
+    let long_target = format!("GET /mcp?q={} HTTP/1.1\r\nHost: localhost\r\n\r\n", "a".repeat(70 * 1024));
+    assert_eq!(
+        send(server.address, long_target.as_bytes()),
+        door_refusal("HTTP/1.1 414 URI Too Long", "URI Too Long: the request target is over 64 KiB")
+    );
+    let long_method = format!("{} /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n", "G".repeat(70 * 1024));
+    assert_eq!(
+        send(server.address, long_method.as_bytes()),
+        door_refusal("HTTP/1.1 501 Not Implemented", "Not Implemented: no method of this server is over 64 KiB long")
+    );
+    // A target under the cap, with headers that take the head past it, is still 431.
+    let long_head = format!(
+        "GET /mcp?q={} HTTP/1.1\r\nHost: localhost\r\nX-Long: {}\r\n\r\n",
+        "a".repeat(40 * 1024),
+        "b".repeat(40 * 1024)
+    );
+    assert_eq!(status(&send(server.address, long_head.as_bytes())), 431);
+    assert_serves(&mut server, "long request lines");
+}
+
+/// RFC 9110, section 6.2: a message of a major version the server implements and a
+/// higher minor version "SHOULD process the message as if it were in the highest minor
+/// version within that major version to which the recipient is conformant": HTTP/1.2 to
+/// HTTP/1.9 are served as HTTP/1.1, and answered in HTTP/1.1. HTTP/2.0 and HTTP/3.0 are
+/// another major version, `505` (in `REFUSED`).
+#[test]
+fn a_later_http_1_minor_version_is_served_as_http_1_1() {
+    let server = start(&[]);
+    for minor in 2..=9 {
+        let request = String::from_utf8(post("Connection: close\r\n", PING_ME)).unwrap().replacen(
+            "HTTP/1.1",
+            &format!("HTTP/1.{minor}"),
+            1,
+        );
+        let answer = send(server.address, request.as_bytes());
+        assert!(
+            answer.starts_with("HTTP/1.1 200 OK\r\n") && answer.contains("BISMILLAH"),
+            "HTTP/1.{minor}: {answer:?}"
+        );
+    }
+    // Kept alive like HTTP/1.1 (not closed like HTTP/1.0): two requests, two answers.
+    let one = String::from_utf8(post("", PING_ME)).unwrap().replacen("HTTP/1.1", "HTTP/1.5", 1);
+    let two = String::from_utf8(post("Connection: close\r\n", PING_ME)).unwrap().replacen("HTTP/1.1", "HTTP/1.5", 1);
+    let answer = send(server.address, format!("{one}{two}").as_bytes());
+    assert_eq!(answer.matches("BISMILLAH").count(), 2, "{answer:?}");
+}
+
+/// RFC 9110, section 5.6.1.2: "a recipient MUST accept lists that satisfy the following
+/// syntax: #element => [ element ] *( OWS "," OWS [ element ] )", empty elements
+/// ignored. `Transfer-Encoding: , chunked` (what a sender that merges two values may
+/// send) is `chunked`, and the body is read by its chunks.
+#[test]
+fn empty_elements_in_transfer_encoding_are_skipped() {
+    let server = start(&[]);
+    for codings in [", chunked", "chunked,", " ,chunked , ", ",,chunked"] {
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: {codings}\r\n\
+             Connection: close\r\n\r\n{:x}\r\n{PING_ME}\r\n0\r\n\r\n",
+            PING_ME.len()
+        );
+        let answer = send(server.address, request.as_bytes());
+        assert!(answer.starts_with("HTTP/1.1 200") && answer.contains("BISMILLAH"), "{codings:?}: {answer:?}");
+    }
 }
 
 /// A chunk size of 2^64 - 1 after a first chunk: added to the body so far, it wraps

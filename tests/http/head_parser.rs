@@ -44,6 +44,7 @@ const FIELDS: &[&str] = &[
     "Content-Length:5",
     "Transfer-Encoding: chunked",
     "transfer-encoding: Chunked",
+    "Transfer-Encoding: , chunked",
     "Connection: close",
     "Connection: keep-alive",
     "Connection: Upgrade",
@@ -175,7 +176,14 @@ fn every_head_the_door_accepts_reads_one_way_only() {
 
         // Upgrade: `tiny_http` hands such a request the rest of the stream as its body;
         // the door ignores Upgrade. Absolute targets: the door makes them a path.
-        if head.target != "*" && !shown.to_ascii_lowercase().contains("upgrade") && !shown.contains("http://") {
+        // HTTP/1.2: the door reads it as HTTP/1.1 (RFC 9110, section 6.2); `tiny_http`
+        // reads no request line with a version it does not know.
+        let compared_version = !shown.contains(" HTTP/1.2");
+        if head.target != "*"
+            && !shown.to_ascii_lowercase().contains("upgrade")
+            && !shown.contains("http://")
+            && compared_version
+        {
             compared += 1;
             let (method, target, headers, body) = tiny_http_reading(&server, &raw, &body_for(&head));
             assert_eq!((method.as_str(), target.as_str()), (head.method.as_str(), head.target.as_str()), "{shown:?}");
@@ -229,10 +237,17 @@ fn the_parser_decides_these_heads_so() {
     assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"), 400);
     // Chunked last, with a coding under it the door cannot decode (section 6.1): 501.
     assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 501);
-    // An empty element, which RFC 9110 (section 5.6.1) would skip: one form only, 400.
-    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , chunked\r\n\r\n"), 400);
-    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked,\r\n\r\n"), 400);
+    // Empty elements are skipped (RFC 9110, section 5.6.1.2, a MUST); none left is 400.
+    assert_eq!(accepted("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , chunked\r\n\r\n").body, Framing::Chunked);
+    assert_eq!(accepted("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked,\r\n\r\n").body, Framing::Chunked);
+    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , \r\n\r\n"), 400);
+    assert_eq!(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , gzip, , chunked\r\n\r\n"), 501);
+    // A later HTTP/1.x is read as HTTP/1.1 (RFC 9110, section 6.2); another major is 505.
+    let head = accepted("GET / HTTP/1.2\r\nHost: a\r\n\r\n");
+    assert!(!head.http_1_0 && !head.close);
+    assert_eq!(status("GET / HTTP/1.2\r\n\r\n"), 400, "no Host, as in HTTP/1.1");
     assert_eq!(status("GET / HTTP/3.0\r\nHost: a\r\n\r\n"), 505);
+    assert_eq!(status("GET / HTTP/0.9\r\nHost: a\r\n\r\n"), 505);
     assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n"), 417);
     assert_eq!(status("GET https://user@host/ HTTP/1.1\r\nHost: host\r\n\r\n"), 400);
 }
