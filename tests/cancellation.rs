@@ -23,7 +23,7 @@ use common::{chapter_binaries_from, start};
 /// A long call `8` of client A, in `session` when there is one; client B (in
 /// `other_session`) has a request `8` answered and then sends its late notice for it.
 /// What A's stream holds at its end.
-fn a_late_notice_from_another_client(address: SocketAddr, session: Option<&str>, other_session: Option<&str>) -> String {
+fn late_notice_of_another(address: SocketAddr, session: Option<&str>, other_session: Option<&str>) -> String {
     let call = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call",
         "params": { "name": "run_payroll", "_meta": { "progressToken": "a-1" } } });
     let mut stream = replay::open(address, &post(session, &call)).expect("A's call is sent");
@@ -42,21 +42,20 @@ fn a_late_notice_from_another_client(address: SocketAddr, session: Option<&str>,
     String::from_utf8_lossy(&raw).into_owned()
 }
 
-/// The last event of an event stream, as JSON.
-fn last_message(raw: &str) -> Value {
-    let response = replay::parse_response(raw.as_bytes()).expect("an HTTP response");
-    let events = replay::events(&response.body).expect("an event stream");
-    serde_json::from_str(&events.last().expect("at least one event").data).expect("JSON")
+/// A's stream ends with its call's result: nothing stopped the call.
+fn ran_to_its_result(binary: &str, stream: &str) {
+    let last = messages(stream).pop().expect("at least one event");
+    assert_eq!(last["id"], 8, "{binary}: A's call was stopped by B's notice:\n{stream}");
+    let text = last["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("Payroll for 3"), "{binary}: {last}");
 }
 
 #[test]
 fn a_late_notice_from_another_client_does_not_stop_a_call_outside_a_session() {
     for binary in &chapter_binaries_from(14) {
         let server = start(binary, &[]);
-        let stream = a_late_notice_from_another_client(server.address, None, None);
-        let last = last_message(&stream);
-        assert_eq!(last["id"], 8, "{binary}: A's call was stopped by B's notice:\n{stream}");
-        assert!(last["result"]["content"][0]["text"].as_str().unwrap().starts_with("Payroll for 3"), "{binary}: {last}");
+        let stream = late_notice_of_another(server.address, None, None);
+        ran_to_its_result(binary, &stream);
     }
 }
 
@@ -65,10 +64,8 @@ fn a_late_notice_in_another_session_does_not_stop_a_call() {
     for binary in &chapter_binaries_from(16) {
         let server = start(binary, &[]);
         let (a, b) = (open_session(server.address, json!({})), open_session(server.address, json!({})));
-        let stream = a_late_notice_from_another_client(server.address, Some(&a), Some(&b));
-        let last = last_message(&stream);
-        assert_eq!(last["id"], 8, "{binary}: A's call was stopped by B's notice:\n{stream}");
-        assert!(last["result"]["content"][0]["text"].as_str().unwrap().starts_with("Payroll for 3"), "{binary}: {last}");
+        let stream = late_notice_of_another(server.address, Some(&a), Some(&b));
+        ran_to_its_result(binary, &stream);
     }
 }
 
@@ -77,9 +74,8 @@ fn a_late_notice_outside_a_session_does_not_stop_a_call_in_one() {
     for binary in &chapter_binaries_from(16) {
         let server = start(binary, &[]);
         let a = open_session(server.address, json!({}));
-        let stream = a_late_notice_from_another_client(server.address, Some(&a), None);
-        let last = last_message(&stream);
-        assert_eq!(last["id"], 8, "{binary}: A's call was stopped by B's notice:\n{stream}");
+        let stream = late_notice_of_another(server.address, Some(&a), None);
+        ran_to_its_result(binary, &stream);
     }
 }
 
