@@ -195,12 +195,15 @@ pub fn progress_token(params: Option<&Value>) -> Result<Option<Value>, RpcError>
 /// Messages to the Server). Otherwise it is the one JSON answer, sent when the call
 /// ends, unless the client reads only event streams (`format`).
 pub fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool, server: Server) -> Response {
-    // In the handshake era a call is cancelled by a `notifications/cancelled`; in
-    // 2026-07-28, over HTTP, by the client closing the stream and by nothing else
+    // A `notifications/cancelled` names its call by the id alone, and an id is unique
+    // only "by the requestor within the same session" (`2025-11-25/basic/index.mdx`).
+    // Over HTTP outside a session nothing says which client sent a notice, so none may
+    // stop a call here, in either era (chapter 16's sessions tell clients apart). In
+    // 2026-07-28, over HTTP, the client closing the stream cancels the call
     // (`2026-07-28/basic/transports/streamable-http.mdx`, Cancellation).
-    // TODO: decision 3: may a `notifications/cancelled` stop this call, and does a client that
-    // closes the stream cancel it? Proven by "The handshake era: a client that leaves has not
-    // cancelled", "2026-07-28: `notifications/cancelled` over HTTP stops nothing".
+    // TODO: decision 3: may a notice stop this call; does closing the stream? Proven by "The handshake
+    // era over HTTP: a notice outside a session stops nothing", "The handshake era: a client that
+    // leaves has not cancelled", "2026-07-28: `notifications/cancelled` over HTTP stops nothing".
     let (by_notice, closing_cancels): (bool, bool) = todo!("what cancels a call of this era?");
     // END TODO
     let Some(running) = server.calls.start(&id, by_notice) else {
@@ -278,7 +281,7 @@ fn finish_long_call(id: Value, long: &LongCall, outlet: &mut dyn Outlet, server:
     let mut call = Call::new(outlet, long, server);
     let result = run_tool(long.name, || (long.run)(&long.arguments, &mut call));
     // TODO: decision 3: what a call its client has cancelled is answered. Proven by
-    // "`notifications/cancelled` stops a call: no result".
+    // "Over stdio: `notifications/cancelled` stops the call, and the reader goes on".
     todo!("a cancelled call");
     // END TODO
     let outcome = if call.timed_out() {
@@ -345,7 +348,8 @@ pub struct Calls {
 }
 
 /// One running call: the request's id, and whether a `notifications/cancelled` may
-/// stop it (not a 2026-07-28 call over HTTP, which only its client's leaving stops).
+/// stop it: a call over stdio, whose one client is the sender of every notice; not a
+/// call over HTTP, where nothing says whose a notice is (`answer_long_call`).
 struct Entry {
     id: Value,
     cancelled: Arc<AtomicBool>,
@@ -374,10 +378,8 @@ impl Calls {
         Some(Running { calls: self, cancelled })
     }
 
-    /// Cancel the running call with this id, if exactly one has it. Without sessions,
-    /// two clients over HTTP may each have a call `1` running, and the server cannot
-    /// tell whose notice this is: it stops neither, rather than a call whose client
-    /// still waits (the spec lets it: "The request cannot be cancelled").
+    /// Cancel the running call with this id that a notice may stop, if exactly one
+    /// has it: a client that used an id twice cannot say which it means.
     fn cancel(&self, id: &Value) -> bool {
         let running = lock(&self.running);
         let mut matching = running.iter().filter(|entry| entry.by_notice && entry.id == *id);
@@ -435,7 +437,7 @@ pub fn notice(method: &str, params: Option<&Value>, calls: &Calls) {
     let id = params.and_then(|p| p.get("requestId")).filter(|id| id.is_string() || id.is_i64() || id.is_u64());
     let Some(id) = id else { return };
     let reason = params.and_then(|p| p.get("reason")).and_then(Value::as_str).unwrap_or("no reason given");
-    let what = if calls.cancel(id) { "stopping it" } else { "no such call running; ignored" };
+    let what = if calls.cancel(id) { "stopping it" } else { "no call it may stop; ignored" };
     eprintln!("cancellation of request {} ({}): {what}", echo(&id.to_string()), echo(reason));
 }
 

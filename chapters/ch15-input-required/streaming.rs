@@ -181,10 +181,13 @@ pub fn progress_token(params: Option<&Value>) -> Result<Option<Value>, RpcError>
 /// Messages to the Server). Otherwise it is the one JSON answer, sent when the call
 /// ends, unless the client reads only event streams (`format`).
 pub fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool, server: Server) -> Response {
-    // In the handshake era a call is cancelled by a `notifications/cancelled`; in
-    // 2026-07-28, over HTTP, by the client closing the stream and by nothing else
+    // A `notifications/cancelled` names its call by the id alone, and an id is unique
+    // only "by the requestor within the same session" (`2025-11-25/basic/index.mdx`).
+    // Over HTTP outside a session nothing says which client sent a notice, so none may
+    // stop a call here, in either era (chapter 16's sessions tell clients apart). In
+    // 2026-07-28, over HTTP, the client closing the stream cancels the call
     // (`2026-07-28/basic/transports/streamable-http.mdx`, Cancellation).
-    let by_notice = long.era == Era::Handshake;
+    let by_notice = false;
     let closing_cancels = long.era == Era::Modern;
     let Some(running) = server.calls.start(&id, by_notice) else {
         return reply(503, id, Err(RpcError::busy(server.calls.max))).with_header("Retry-After", "1");
@@ -324,7 +327,8 @@ pub struct Calls {
 }
 
 /// One running call: the request's id, and whether a `notifications/cancelled` may
-/// stop it (not a 2026-07-28 call over HTTP, which only its client's leaving stops).
+/// stop it: a call over stdio, whose one client is the sender of every notice; not a
+/// call over HTTP, where nothing says whose a notice is (`answer_long_call`).
 struct Entry {
     id: Value,
     cancelled: Arc<AtomicBool>,
@@ -353,10 +357,8 @@ impl Calls {
         Some(Running { calls: self, cancelled })
     }
 
-    /// Cancel the running call with this id, if exactly one has it. Without sessions,
-    /// two clients over HTTP may each have a call `1` running, and the server cannot
-    /// tell whose notice this is: it stops neither, rather than a call whose client
-    /// still waits (the spec lets it: "The request cannot be cancelled").
+    /// Cancel the running call with this id that a notice may stop, if exactly one
+    /// has it: a client that used an id twice cannot say which it means.
     fn cancel(&self, id: &Value) -> bool {
         let running = lock(&self.running);
         let mut matching = running.iter().filter(|entry| entry.by_notice && entry.id == *id);
@@ -414,7 +416,7 @@ pub fn notice(method: &str, params: Option<&Value>, calls: &Calls) {
     let id = params.and_then(|p| p.get("requestId")).filter(|id| id.is_string() || id.is_i64() || id.is_u64());
     let Some(id) = id else { return };
     let reason = params.and_then(|p| p.get("reason")).and_then(Value::as_str).unwrap_or("no reason given");
-    let what = if calls.cancel(id) { "stopping it" } else { "no such call running; ignored" };
+    let what = if calls.cancel(id) { "stopping it" } else { "no call it may stop; ignored" };
     eprintln!("cancellation of request {} ({}): {what}", echo(&id.to_string()), echo(reason));
 }
 

@@ -147,11 +147,20 @@ impl Call<'_> {
             match answer.recv_timeout(STOP_CHECK_INTERVAL) {
                 Ok(answer) => break Ok(answer),
                 Err(mpsc::RecvTimeoutError::Disconnected) => break Err("the session ended before the client answered"),
-                Err(mpsc::RecvTimeoutError::Timeout) if self.stopped() => break Err("no answer came in time"),
+                Err(mpsc::RecvTimeoutError::Timeout) if self.timed_out() => break Err("no answer came in time"),
+                Err(mpsc::RecvTimeoutError::Timeout) if self.stopped() => break Err("the call was cancelled"),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
         };
         sessions.forget(&session.id, &question);
+        if let Err(why) = heard {
+            // The server is the sender of this request, and gives up on it: it says so, so
+            // that the client can close its form ("the sender SHOULD issue a cancellation
+            // notification for that request", `2025-11-25/basic/lifecycle.mdx`, Timeouts).
+            // On the call's stream, even a cancelled one's: a notification, not a response.
+            let params = json!({ "requestId": question, "reason": why });
+            self.outlet.send(&notification("notifications/cancelled", params));
+        }
         let answer = heard?;
         // A client that could not ask (its user closed the window, say) answers with a
         // JSON-RPC error instead of a result.
@@ -239,10 +248,14 @@ pub fn progress_token(params: Option<&Value>) -> Result<Option<Value>, RpcError>
 /// Messages to the Server). Otherwise it is the one JSON answer, sent when the call
 /// ends, unless the client reads only event streams (`format`).
 pub fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool, server: Server) -> Response {
-    // In the handshake era a call is cancelled by a `notifications/cancelled`; in
-    // 2026-07-28, over HTTP, by the client closing the stream and by nothing else
-    // (`2026-07-28/basic/transports/streamable-http.mdx`, Cancellation).
-    let by_notice = long.era == Era::Handshake;
+    // A `notifications/cancelled` names its call by the id alone, and an id is unique
+    // only "by the requestor within the same session" (`2025-11-25/basic/index.mdx`).
+    // Over HTTP outside a session nothing says which client sent a notice, so none may
+    // stop a call there; a notice in a session stops that session's call (chapter 16;
+    // only the handshake era has sessions). In 2026-07-28, over HTTP, the client
+    // closing the stream cancels the call (`2026-07-28/basic/transports/streamable-http.mdx`,
+    // Cancellation).
+    let by_notice = long.session.is_some();
     let closing_cancels = long.era == Era::Modern;
     let session_id = long.session.as_ref().map(|session| session.id.clone());
     let Some(running) = server.calls.start(&id, by_notice, session_id) else {
@@ -256,10 +269,20 @@ pub fn answer_long_call(id: Value, long: LongCall, format: Format, streams: bool
         Some(_) => Err(NEEDS_AN_EVENT_STREAM),
         None => Err(NEEDS_A_SESSION),
     };
+    let answer_to = id.clone();
     Response::stream(200, content_type, move |writer| {
         let mut outlet = ResponseBody { writer, events, running: &running, closing_cancels };
         match finish_long_call(id, &long, &mut outlet, server, asking) {
             Some(answer) => outlet.finish(&answer),
+            // Chapter 16: a notice in a session stopped a call whose answer was to be one
+            // JSON object. A `200` with `application/json` is on its way already, and the
+            // transport promises "one JSON object" in it (`2025-11-25/basic/transports.mdx`,
+            // Sending Messages to the Server): an error, not an empty body. An event stream
+            // may end without a response, and a client that closed reads nothing.
+            None if !events && !closing_cancels => {
+                let cancelled = RpcError::internal_error("the call was cancelled, as the client asked");
+                outlet.finish(&reply(200, answer_to, Err(cancelled)).body);
+            }
             None => eprintln!("a call was cancelled: no result sent"),
         }
     })
@@ -396,7 +419,9 @@ pub struct Calls {
 }
 
 /// One running call: the request's id, and whether a `notifications/cancelled` may
-/// stop it (not a 2026-07-28 call over HTTP, which only its client's leaving stops).
+/// stop it: a call over stdio, whose one client is the sender of every notice, and a
+/// call in a session; not a call over HTTP outside one, where nothing says whose a
+/// notice is (`answer_long_call`).
 struct Entry {
     id: Value,
     cancelled: Arc<AtomicBool>,
@@ -427,11 +452,9 @@ impl Calls {
         Some(Running { calls: self, cancelled })
     }
 
-    /// Cancel the running call with this id in this session, if exactly one has it.
-    /// Ids are unique within a session, so a notice in one names one call. Without
-    /// sessions, two clients over HTTP may each have a call `1` running, and the server
-    /// cannot tell whose notice this is: it stops neither, rather than a call whose
-    /// client still waits (the spec lets it: "The request cannot be cancelled").
+    /// Cancel the running call with this id in this session that a notice may stop,
+    /// if exactly one has it: ids are unique within a session, and a client that used
+    /// one twice cannot say which it means.
     fn cancel(&self, id: &Value, session: Option<&str>) -> bool {
         let running = lock(&self.running);
         let mut matching =
@@ -492,7 +515,7 @@ pub fn notice(method: &str, params: Option<&Value>, server: Server, session: Opt
         // Chapter 17: over stdio a subscription (listen.rs) ends this way.
         "ending that subscription"
     } else {
-        "no such call running; ignored"
+        "no call it may stop; ignored"
     };
     eprintln!("cancellation of request {} ({}): {what}", echo(&id.to_string()), echo(reason));
 }
