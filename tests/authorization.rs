@@ -10,6 +10,7 @@
 //!   whose key is not held waits at most a second, the others not at all), and one that
 //!   answers JSON that is no JWK Set leaves the keys held as they were;
 //! - a token with a `crit` header, or an `iss` that is not a string, is refused;
+//! - a redirect from the key or metadata address is not followed (it could lead to `http`);
 //! - the rate limit counts by subject, and a session's stream is its subject's;
 //! - a stream (here a `subscriptions/listen`) ends when the token it was opened with
 //!   expires, not minutes later;
@@ -120,6 +121,11 @@ impl Documents {
     /// From now on `path` takes `delay` to answer.
     fn slow(&self, path: &str, delay: Duration) {
         self.served.lock().unwrap().entry(path.into()).or_default().delay = delay;
+    }
+
+    /// `path` answers `302 Found` with `Location: to`.
+    fn redirect(&self, path: &str, to: &str) {
+        self.served.lock().unwrap().insert(path.into(), Served { redirect: Some(to.into()), ..Served::default() });
     }
 
     fn asked(&self, path: &str) -> usize {
@@ -432,4 +438,28 @@ fn iss_is_a_string_equal_to_the_issuer() {
         assert_eq!(refused.status, 401, "iss {iss}: {}", refused.body);
         assert!(refused.header("WWW-Authenticate").unwrap().contains("invalid_token"), "{refused:?}");
     }
+}
+
+#[test]
+fn redirects_are_not_followed() {
+    // The keys' address, and then the metadata's, answer with a redirect. A redirect
+    // could lead to plain `http` on another machine, where keys can be swapped on the
+    // way: neither is followed, and with no keys the token cannot be checked.
+    let issuer_server = Documents::start();
+    let issuer = issuer_server.issuer();
+    issuer_server.serve("/moved-jwks", TEST_JWKS);
+    issuer_server.redirect("/jwks", &format!("{issuer}/moved-jwks"));
+    let jwks_uri = format!("{issuer}/jwks");
+    let server = start(&["--authorization-server", &issuer, "--jwks-uri", &jwks_uri]);
+    let alice = token(&issuer, "alice", "mcp:read", TEST_KEY, "workbook-test-key");
+    assert_eq!(ping(server.address, &alice).status, 503);
+    assert_eq!((issuer_server.asked("/jwks"), issuer_server.asked("/moved-jwks")), (1, 0));
+
+    let metadata = json!({ "issuer": issuer, "jwks_uri": format!("{issuer}/moved-jwks") }).to_string();
+    issuer_server.serve("/moved-metadata", &metadata);
+    issuer_server.redirect("/.well-known/oauth-authorization-server", &format!("{issuer}/moved-metadata"));
+    let server = start(&["--authorization-server", &issuer]);
+    assert_eq!(ping(server.address, &alice).status, 503);
+    assert_eq!(issuer_server.asked("/.well-known/oauth-authorization-server"), 1);
+    assert_eq!((issuer_server.asked("/moved-metadata"), issuer_server.asked("/moved-jwks")), (0, 0));
 }

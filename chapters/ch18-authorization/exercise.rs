@@ -606,10 +606,16 @@ fn discover_jwks_uri(issuer: &str) -> Result<String, String> {
     Err(tried.join("; "))
 }
 
-/// GET a JSON document, within `FETCH_TIMEOUT` and `MAX_DOCUMENT_BYTES`.
+/// GET a JSON document, within `FETCH_TIMEOUT` and `MAX_DOCUMENT_BYTES`. Redirects are
+/// not followed: the URL checked for `https` is the one fetched, and a redirect could
+/// lead to plain `http`, where keys can be swapped on the way.
 fn get_json(url: &str) -> Result<Value, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(FETCH_TIMEOUT)).build().into();
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().timeout_global(Some(FETCH_TIMEOUT)).max_redirects(0).build().into();
     let mut response = agent.get(url).call().map_err(|e| format!("{url}: {e}"))?;
+    if response.status() != 200 {
+        return Err(format!("{url}: answered {}, not 200 (redirects are not followed)", response.status()));
+    }
     let text = response
         .body_mut()
         .with_config()
