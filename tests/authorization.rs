@@ -11,6 +11,8 @@
 //!   answers JSON that is no JWK Set leaves the keys held as they were;
 //! - a token with a `crit` header, or an `iss` that is not a string, is refused;
 //! - a redirect from the key or metadata address is not followed (it could lead to `http`);
+//! - a token verified before is remembered, but still expires, still needs the scopes of
+//!   each request, and is checked again once its key is withdrawn;
 //! - the rate limit counts by subject, and a session's stream is its subject's;
 //! - a stream (here a `subscriptions/listen`) ends when the token it was opened with
 //!   expires, not minutes later;
@@ -462,4 +464,66 @@ fn redirects_are_not_followed() {
     assert_eq!(ping(server.address, &alice).status, 503);
     assert_eq!(issuer_server.asked("/.well-known/oauth-authorization-server"), 1);
     assert_eq!((issuer_server.asked("/moved-metadata"), issuer_server.asked("/moved-jwks")), (0, 0));
+}
+
+/// A `tools/call` of `tool` with `token`.
+fn call(address: SocketAddr, token: &str, tool: &str) -> HttpResponse {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": tool } });
+    let authorization = format!("Bearer {token}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json"),
+        ("Authorization", authorization.as_str()),
+    ];
+    replay::send(address, &request("POST", &headers, &body.to_string())).expect("the call is answered")
+}
+
+#[test]
+fn a_remembered_token_still_expires_and_still_needs_its_scopes() {
+    let server = start(&[
+        "--authorization-server",
+        "https://auth.example.com",
+        "--jwks-file",
+        "tests/keys/jwks.json",
+        "--clock-skew-secs",
+        "0",
+    ]);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let brief = token_until("https://auth.example.com", "alice", "mcp:read", TEST_KEY, "workbook-test-key", now + 3);
+    // Verified once, then remembered: the second request is answered from the record...
+    assert_eq!(ping(server.address, &brief).status, 200);
+    assert_eq!(ping(server.address, &brief).status, 200);
+    // ... which says who is calling, not what this request may do: the payroll needs a
+    // scope this token does not grant.
+    let refused = call(server.address, &brief, "run_payroll");
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    // And once `exp` has passed, the token is expired, remembered or not.
+    thread::sleep(Duration::from_secs(now + 4).saturating_sub(SystemTime::now().duration_since(UNIX_EPOCH).unwrap()));
+    let expired = ping(server.address, &brief);
+    assert_eq!(expired.status, 401, "{}", expired.body);
+    assert!(expired.header("WWW-Authenticate").unwrap().contains("expired"), "{expired:?}");
+}
+
+#[test]
+fn a_remembered_token_is_checked_again_when_the_keys_change() {
+    let issuer_server = Documents::start();
+    let issuer = issuer_server.issuer();
+    let jwks_uri = format!("{issuer}/jwks");
+    issuer_server.serve("/jwks", TEST_JWKS);
+    let server = start(&["--authorization-server", &issuer, "--jwks-uri", &jwks_uri]);
+    let alice = token(&issuer, "alice", "mcp:read", TEST_KEY, "workbook-test-key");
+    assert_eq!(ping(server.address, &alice).status, 200, "{}", server.stderr());
+    assert_eq!(ping(server.address, &alice).status, 200, "remembered");
+
+    // The authorization server withdraws its key for a new one. Ten seconds on, a token
+    // signed with the new key has the server fetch the keys again.
+    issuer_server.serve("/jwks", NEXT_JWKS);
+    thread::sleep(Duration::from_millis(10_500));
+    let bob = token(&issuer, "bob", "mcp:read", NEXT_KEY, "workbook-next-key");
+    assert_eq!(ping(server.address, &bob).status, 200, "{}", server.stderr());
+    // Alice's token was verified with a key no longer published: it is checked again,
+    // and refused.
+    let refused = ping(server.address, &alice);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(refused.header("WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
 }

@@ -25,9 +25,11 @@
 #![allow(dead_code, unused_imports, unused_variables, unreachable_code, clippy::diverging_sub_expression)]
 // END TODO
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -94,6 +96,9 @@ pub struct Authorization {
     /// Where a client finds this server's metadata, for the challenges' `resource_metadata`.
     metadata_url: String,
     keys: Keys,
+    /// Tokens already verified, so that a client's next request with the same token
+    /// costs no signature check.
+    verified: Verified,
     clock_skew_secs: u64,
     /// The scopes, as YOUR TOOLS names them.
     scopes: Scopes,
@@ -178,6 +183,7 @@ impl Authorization {
             metadata_url: metadata_url(resource).ok_or_else(|| format!("{resource} is not an absolute URL"))?,
             resource: resource.clone(),
             keys: Keys::new(source),
+            verified: Verified::default(),
             clock_skew_secs: flags.clock_skew_secs,
             scopes,
             info,
@@ -228,6 +234,11 @@ impl Authorization {
     /// from that issuer, for this server as its audience, not expired and already
     /// valid, naming a subject. Anything else is refused, and never passed on.
     fn validate(&self, token: &str) -> Result<Caller, Invalid> {
+        // A token verified before, with the keys held now, and not yet expired: who it names.
+        let keys_version = self.keys.version();
+        if let Some(caller) = self.verified.get(token, keys_version) {
+            return Ok(caller);
+        }
         let header = decode_header(token).map_err(|_| Invalid::token("the token is not a JWT"))?;
         // RFC 7515, section 4.1.11: a token whose `crit` names an extension the server
         // does not understand "is invalid". This server understands none.
@@ -252,7 +263,10 @@ impl Authorization {
         let claims = claims.claims;
         // RFC 9068, section 2.2.3: `scope` is a space-separated list, like OAuth's.
         let scopes = claims.scope.unwrap_or_default().split_whitespace().map(str::to_string).collect();
-        Ok(Caller { subject: Some(claims.sub), scopes: Some(scopes), address: None, expires: Some(claims.exp) })
+        let caller =
+            Caller { subject: Some(claims.sub), scopes: Some(scopes), address: None, expires: Some(claims.exp) };
+        self.verified.insert(token, &caller, keys_version);
+        Ok(caller)
     }
     // ANCHOR_END: validate
 
@@ -394,6 +408,74 @@ fn is_https_or_loopback(url: &str) -> bool {
     origin.starts_with("https://") || loopback
 }
 
+// ANCHOR: verified
+/// The tokens this server has verified, each with who it names, so that a client's next
+/// request with the same token skips the signature, the check that costs. Keyed by the
+/// whole token: a token changed in any byte is another token, checked in full. An entry
+/// is used only before the token's `exp`, and all go when the keys change (a key
+/// withdrawn takes its tokens with it). At most `MAX_VERIFIED` entries: a new one, when
+/// full, first drops those expired, then the one that expires soonest. A hit gives the
+/// caller only; what depends on the request (the scopes it needs, now against `exp`) is
+/// checked for every request.
+#[derive(Default)]
+struct Verified {
+    held: Mutex<VerifiedTokens>,
+}
+
+#[derive(Default)]
+struct VerifiedTokens {
+    /// The version of the keys these tokens were verified with (`Keys::version`).
+    keys_version: u64,
+    callers: HashMap<String, Caller>,
+}
+
+/// The most tokens remembered: for tokens of a kilobyte, about 10 MB.
+const MAX_VERIFIED: usize = 10_000;
+
+impl Verified {
+    /// Who `token` names, if it was verified with the keys of `keys_version` and has not
+    /// expired.
+    fn get(&self, token: &str, keys_version: u64) -> Option<Caller> {
+        let mut held = lock(&self.held);
+        if keys_version > held.keys_version {
+            // The keys changed since these tokens were verified: check each again.
+            held.callers.clear();
+            held.keys_version = keys_version;
+        }
+        if keys_version != held.keys_version {
+            return None;
+        }
+        let caller = held.callers.get(token)?;
+        if caller.expires.is_some_and(|exp| get_current_timestamp() < exp) {
+            return Some(caller.clone());
+        }
+        // Expired: the full check says so (or lets it through within the clock skew).
+        held.callers.remove(token);
+        None
+    }
+
+    /// Remember that `token`, verified with the keys of `keys_version`, names `caller`;
+    /// not if the keys changed meanwhile.
+    fn insert(&self, token: &str, caller: &Caller, keys_version: u64) {
+        let mut held = lock(&self.held);
+        if keys_version != held.keys_version {
+            return;
+        }
+        if held.callers.len() >= MAX_VERIFIED {
+            let now = get_current_timestamp();
+            held.callers.retain(|_, caller| caller.expires.is_some_and(|exp| now < exp));
+        }
+        if held.callers.len() >= MAX_VERIFIED {
+            let soonest = held.callers.iter().min_by_key(|(_, caller)| caller.expires).map(|(token, _)| token.clone());
+            if let Some(soonest) = soonest {
+                held.callers.remove(&soonest);
+            }
+        }
+        held.callers.insert(token.to_string(), caller.clone());
+    }
+}
+// ANCHOR_END: verified
+
 // ANCHOR: keys
 /// The authorization server's signing keys (a JWK Set, RFC 7517), kept in memory.
 /// They are fetched when first needed, so that the server starts even while the
@@ -418,6 +500,8 @@ struct Shared {
     cache: Mutex<Cache>,
     /// Told when a fetch ends, for the request that started it and waits.
     fetch_ended: Condvar,
+    /// One more each time a fetch brings keys that differ from those held.
+    version: AtomicU64,
 }
 
 enum KeySource {
@@ -461,7 +545,14 @@ const MAX_DOCUMENT_BYTES: u64 = 256 * 1024;
 
 impl Keys {
     fn new(source: KeySource) -> Keys {
-        Keys { shared: Arc::new(Shared { source, cache: Mutex::default(), fetch_ended: Condvar::new() }) }
+        let shared =
+            Shared { source, cache: Mutex::default(), fetch_ended: Condvar::new(), version: AtomicU64::new(0) };
+        Keys { shared: Arc::new(shared) }
+    }
+
+    /// Which keys are held: a number that changes when they do.
+    fn version(&self) -> u64 {
+        self.shared.version.load(Ordering::Acquire)
     }
 
     /// The key named `kid` that may check `alg`. A token without a `kid` may use the
@@ -514,6 +605,9 @@ impl Keys {
             cache.fetched = Some(Instant::now());
             match fetched {
                 Ok((keys, jwks_uri)) => {
+                    if !keys.iter().map(|(jwk, _)| jwk).eq(cache.keys.iter().map(|(jwk, _)| jwk)) {
+                        shared.version.fetch_add(1, Ordering::AcqRel);
+                    }
                     cache.keys = keys;
                     cache.jwks_uri = jwks_uri;
                 }
