@@ -264,7 +264,7 @@ impl Authorization {
             ErrorKind::InvalidAudience => Invalid::token("the token was issued for another resource"),
             ErrorKind::InvalidSignature => Invalid::token("the token's signature is not valid"),
             ErrorKind::MissingRequiredClaim(claim) => Invalid::token(&format!("the token has no `{claim}`")),
-            ErrorKind::Json(_) => Invalid::token("a claim is not of its type (`iss`, `sub`: strings)"),
+            ErrorKind::Json(_) => Invalid::token("a claim is missing or not a string (`iss`, `sub`)"),
             _ => Invalid::token("the token is not valid"),
         })?;
         let claims = claims.claims;
