@@ -6,6 +6,13 @@
 //!   than ten seconds after the last fetch;
 //! - metadata that names another issuer is not trusted, and no keys at all is `503`,
 //!   not a `401` that would make the client throw its token away;
+//! - a key endpoint that misbehaves does no harm: a slow one stalls no worker (a token
+//!   whose key is not held waits at most a second, the others not at all), and one that
+//!   answers JSON that is no JWK Set leaves the keys held as they were;
+//! - a token with a `crit` header, or an `iss` that is not a string, is refused;
+//! - a redirect from the key or metadata address is not followed (it could lead to `http`);
+//! - a token verified before is remembered, but still expires, still needs the scopes of
+//!   each request, and is checked again once its key is withdrawn;
 //! - the rate limit counts by subject, and a session's stream is its subject's;
 //! - a stream (here a `subscriptions/listen`) ends when the token it was opened with
 //!   expires, not minutes later;
@@ -50,14 +57,36 @@ fn token_until(issuer: &str, subject: &str, scope: &str, pem: &[u8], kid: &str, 
     encode(&header, &claims, &EncodingKey::from_ec_pem(pem).unwrap()).unwrap()
 }
 
+/// A token signed with the test key, whose claims are `claims` and whose header (ES256,
+/// `at+jwt`, the test key's `kid`) `edit` may change: the tokens no authorization server
+/// should issue, which this server must refuse all the same.
+fn signed(claims: Value, edit: impl FnOnce(&mut Header)) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.typ = Some("at+jwt".into());
+    header.kid = Some("workbook-test-key".into());
+    edit(&mut header);
+    encode(&header, &claims, &EncodingKey::from_ec_pem(TEST_KEY).unwrap()).unwrap()
+}
+
 /// A tiny authorization server: it answers the paths it was given with their JSON,
 /// `404` otherwise, and counts the requests for each path. The workbook's HTTP base
-/// serves it, in this process.
+/// serves it, in this process. It misbehaves on demand: a path may answer slowly, or
+/// with a redirect.
 #[derive(Clone)]
 struct Documents {
     address: SocketAddr,
-    served: Arc<Mutex<HashMap<String, String>>>,
+    served: Arc<Mutex<HashMap<String, Served>>>,
     asked: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// What one path answers.
+#[derive(Clone, Default)]
+struct Served {
+    body: String,
+    /// Answer `302` to this URL instead.
+    redirect: Option<String>,
+    /// Wait this long before answering.
+    delay: Duration,
 }
 
 impl Documents {
@@ -66,12 +95,17 @@ impl Documents {
         let documents =
             Documents { address: listener.local_addr().unwrap(), served: Arc::default(), asked: Arc::default() };
         let server = documents.clone();
+        // Workers enough that a slow path does not hold up the others.
+        let config = http::Config { workers: 8, ..http::Config::default() };
         thread::spawn(move || {
-            http::serve_listener(listener, http::Config::default(), move |request| {
+            http::serve_listener(listener, config, move |request| {
                 *server.asked.lock().unwrap().entry(request.path.clone()).or_default() += 1;
-                match server.served.lock().unwrap().get(&request.path) {
-                    Some(body) => http::Response::json(200, body.clone()),
-                    None => http::Response::empty(404),
+                let served = server.served.lock().unwrap().get(&request.path).cloned();
+                let Some(served) = served else { return http::Response::empty(404) };
+                thread::sleep(served.delay);
+                match served.redirect {
+                    Some(to) => http::Response::empty(302).with_header("Location", &to),
+                    None => http::Response::json(200, served.body),
                 }
             })
         });
@@ -83,7 +117,17 @@ impl Documents {
     }
 
     fn serve(&self, path: &str, body: &str) {
-        self.served.lock().unwrap().insert(path.into(), body.into());
+        self.served.lock().unwrap().insert(path.into(), Served { body: body.into(), ..Served::default() });
+    }
+
+    /// From now on `path` takes `delay` to answer.
+    fn slow(&self, path: &str, delay: Duration) {
+        self.served.lock().unwrap().entry(path.into()).or_default().delay = delay;
+    }
+
+    /// `path` answers `302 Found` with `Location: to`.
+    fn redirect(&self, path: &str, to: &str) {
+        self.served.lock().unwrap().insert(path.into(), Served { redirect: Some(to.into()), ..Served::default() });
     }
 
     fn asked(&self, path: &str) -> usize {
@@ -284,4 +328,202 @@ fn the_flags_refuse_what_would_not_protect() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("must be an https URL"), "{output:?}");
+}
+
+/// How long a request waits, at most, for a fetch of the keys it started (the page's
+/// bound is one second; the rest is slack for a busy machine).
+const WAIT_BOUND: Duration = Duration::from_millis(1_500);
+
+#[test]
+fn a_slow_key_endpoint_stalls_no_one() {
+    let issuer_server = Documents::start();
+    let issuer = issuer_server.issuer();
+    let jwks_uri = format!("{issuer}/jwks");
+    issuer_server.serve("/jwks", TEST_JWKS);
+    let server = start(&["--authorization-server", &issuer, "--jwks-uri", &jwks_uri, "--workers", "2"]);
+    let holder = |n: usize| token(&issuer, &format!("user-{n}"), "mcp:read", TEST_KEY, "workbook-test-key");
+    assert_eq!(ping(server.address, &holder(0)).status, 200, "{}", server.stderr());
+
+    // The key endpoint turns slow: four seconds an answer. Ten seconds on, a key not held
+    // may send the server to fetch again.
+    issuer_server.slow("/jwks", Duration::from_secs(4));
+    thread::sleep(Duration::from_millis(10_500));
+    // A handful of tokens with made-up `kid`s, all at once: no valid signature needed.
+    let strangers: Vec<_> = (0..6)
+        .map(|n| {
+            let (address, made_up) =
+                (server.address, token(&issuer, "mallory", "mcp:read", NEXT_KEY, &format!("made-up-{n}")));
+            thread::spawn(move || {
+                let sent = Instant::now();
+                (ping(address, &made_up).status, sent.elapsed())
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(200));
+    // Meanwhile, tokens whose key is held (each a new one) are answered at once.
+    for n in 1..=5 {
+        let sent = Instant::now();
+        let answer = ping(server.address, &holder(n));
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert!(sent.elapsed() < Duration::from_millis(500), "a token whose key is held waited {:?}", sent.elapsed());
+    }
+    // And no stranger held a worker longer than the bound: each got its refusal.
+    for stranger in strangers {
+        let (status, took) = stranger.join().unwrap();
+        assert!(status == 401 || status == 503, "{status}");
+        assert!(took < WAIT_BOUND, "a token with a made-up key waited {took:?}");
+    }
+    assert_eq!(issuer_server.asked("/jwks"), 2, "one fetch for them all");
+}
+
+#[test]
+fn a_document_that_is_not_a_jwk_set_keeps_the_keys() {
+    let issuer_server = Documents::start();
+    let issuer = issuer_server.issuer();
+    let jwks_uri = format!("{issuer}/jwks");
+    issuer_server.serve("/jwks", TEST_JWKS);
+    let server = start(&["--authorization-server", &issuer, "--jwks-uri", &jwks_uri]);
+    let alice = token(&issuer, "alice", "mcp:read", TEST_KEY, "workbook-test-key");
+    assert_eq!(ping(server.address, &alice).status, 200, "{}", server.stderr());
+
+    // The key endpoint answers JSON that is not a JWK Set (RFC 7517, section 5: it "MUST
+    // have a "keys" member"). Ten seconds on, a key not held sends the server to fetch.
+    issuer_server.serve("/jwks", r#"{"error": "down for maintenance"}"#);
+    thread::sleep(Duration::from_millis(10_500));
+    let made_up = token(&issuer, "mallory", "mcp:read", NEXT_KEY, "made-up");
+    let refused = ping(server.address, &made_up);
+    assert_eq!(issuer_server.asked("/jwks"), 2);
+    // That fetch failed: the keys held are kept, so the made-up key is still unknown (not
+    // "no keys at all"), and a token signed with a key held is still taken.
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    let bob = token(&issuer, "bob", "mcp:read", TEST_KEY, "workbook-test-key");
+    let answer = ping(server.address, &bob);
+    assert_eq!(answer.status, 200, "{}\n{}", answer.body, server.stderr());
+}
+
+/// The chapter's server with the transcript's keys, from a file.
+fn start_with_test_keys() -> RunningServer {
+    start(&["--authorization-server", "https://auth.example.com", "--jwks-file", "tests/keys/jwks.json"])
+}
+
+/// The claims of a token the server takes, for `sub` alice.
+fn good_claims() -> Value {
+    json!({ "iss": "https://auth.example.com", "sub": "alice", "aud": RESOURCE, "exp": 4_102_444_800u64, "scope": "mcp:read" })
+}
+
+#[test]
+fn a_critical_header_extension_is_refused() {
+    let server = start_with_test_keys();
+    assert_eq!(ping(server.address, &signed(good_claims(), |_| ())).status, 200);
+    // RFC 7515, section 4.1.11: a recipient that does not understand every name in
+    // `crit` must take the JWS as invalid. This server understands none.
+    for crit in [vec!["https://example.com/must-understand"], vec!["exp"], vec![]] {
+        let token = signed(good_claims(), |header| {
+            header.crit = Some(crit.iter().map(|name| name.to_string()).collect());
+            header.extras.insert("https://example.com/must-understand", true);
+        });
+        let refused = ping(server.address, &token);
+        assert_eq!(refused.status, 401, "crit {crit:?}: {}", refused.body);
+        assert!(refused.header("WWW-Authenticate").unwrap().contains("invalid_token"), "{refused:?}");
+    }
+}
+
+#[test]
+fn iss_is_a_string_equal_to_the_issuer() {
+    let server = start_with_test_keys();
+    // RFC 7519, section 4.1.1: `iss` is a string; RFC 9068, section 4: it must match the
+    // issuer exactly. An array that holds the issuer is neither.
+    for iss in [json!(["https://auth.example.com"]), json!(["https://auth.example.com", "https://evil.example.com"])] {
+        let mut claims = good_claims();
+        claims["iss"] = iss.clone();
+        let refused = ping(server.address, &signed(claims, |_| ()));
+        assert_eq!(refused.status, 401, "iss {iss}: {}", refused.body);
+        assert!(refused.header("WWW-Authenticate").unwrap().contains("invalid_token"), "{refused:?}");
+    }
+}
+
+#[test]
+fn redirects_are_not_followed() {
+    // The keys' address, and then the metadata's, answer with a redirect. A redirect
+    // could lead to plain `http` on another machine, where keys can be swapped on the
+    // way: neither is followed, and with no keys the token cannot be checked.
+    let issuer_server = Documents::start();
+    let issuer = issuer_server.issuer();
+    issuer_server.serve("/moved-jwks", TEST_JWKS);
+    issuer_server.redirect("/jwks", &format!("{issuer}/moved-jwks"));
+    let jwks_uri = format!("{issuer}/jwks");
+    let server = start(&["--authorization-server", &issuer, "--jwks-uri", &jwks_uri]);
+    let alice = token(&issuer, "alice", "mcp:read", TEST_KEY, "workbook-test-key");
+    assert_eq!(ping(server.address, &alice).status, 503);
+    assert_eq!((issuer_server.asked("/jwks"), issuer_server.asked("/moved-jwks")), (1, 0));
+
+    let metadata = json!({ "issuer": issuer, "jwks_uri": format!("{issuer}/moved-jwks") }).to_string();
+    issuer_server.serve("/moved-metadata", &metadata);
+    issuer_server.redirect("/.well-known/oauth-authorization-server", &format!("{issuer}/moved-metadata"));
+    let server = start(&["--authorization-server", &issuer]);
+    assert_eq!(ping(server.address, &alice).status, 503);
+    assert_eq!(issuer_server.asked("/.well-known/oauth-authorization-server"), 1);
+    assert_eq!((issuer_server.asked("/moved-metadata"), issuer_server.asked("/moved-jwks")), (0, 0));
+}
+
+/// A `tools/call` of `tool` with `token`.
+fn call(address: SocketAddr, token: &str, tool: &str) -> HttpResponse {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": tool } });
+    let authorization = format!("Bearer {token}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json"),
+        ("Authorization", authorization.as_str()),
+    ];
+    replay::send(address, &request("POST", &headers, &body.to_string())).expect("the call is answered")
+}
+
+#[test]
+fn a_remembered_token_still_expires_and_still_needs_its_scopes() {
+    let server = start(&[
+        "--authorization-server",
+        "https://auth.example.com",
+        "--jwks-file",
+        "tests/keys/jwks.json",
+        "--clock-skew-secs",
+        "0",
+    ]);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let brief = token_until("https://auth.example.com", "alice", "mcp:read", TEST_KEY, "workbook-test-key", now + 3);
+    // Verified once, then remembered: the second request is answered from the record...
+    assert_eq!(ping(server.address, &brief).status, 200);
+    assert_eq!(ping(server.address, &brief).status, 200);
+    // ... which says who is calling, not what this request may do: the payroll needs a
+    // scope this token does not grant.
+    let refused = call(server.address, &brief, "run_payroll");
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    // And once `exp` has passed, the token is expired, remembered or not.
+    thread::sleep(Duration::from_secs(now + 4).saturating_sub(SystemTime::now().duration_since(UNIX_EPOCH).unwrap()));
+    let expired = ping(server.address, &brief);
+    assert_eq!(expired.status, 401, "{}", expired.body);
+    assert!(expired.header("WWW-Authenticate").unwrap().contains("expired"), "{expired:?}");
+}
+
+#[test]
+fn a_remembered_token_is_checked_again_when_the_keys_change() {
+    let issuer_server = Documents::start();
+    let issuer = issuer_server.issuer();
+    let jwks_uri = format!("{issuer}/jwks");
+    issuer_server.serve("/jwks", TEST_JWKS);
+    let server = start(&["--authorization-server", &issuer, "--jwks-uri", &jwks_uri]);
+    let alice = token(&issuer, "alice", "mcp:read", TEST_KEY, "workbook-test-key");
+    assert_eq!(ping(server.address, &alice).status, 200, "{}", server.stderr());
+    assert_eq!(ping(server.address, &alice).status, 200, "remembered");
+
+    // The authorization server withdraws its key for a new one. Ten seconds on, a token
+    // signed with the new key has the server fetch the keys again.
+    issuer_server.serve("/jwks", NEXT_JWKS);
+    thread::sleep(Duration::from_millis(10_500));
+    let bob = token(&issuer, "bob", "mcp:read", NEXT_KEY, "workbook-next-key");
+    assert_eq!(ping(server.address, &bob).status, 200, "{}", server.stderr());
+    // Alice's token was verified with a key no longer published: it is checked again,
+    // and refused.
+    let refused = ping(server.address, &alice);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(refused.header("WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
 }

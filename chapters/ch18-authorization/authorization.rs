@@ -13,9 +13,13 @@
 //! claims, `ureq` fetches the keys. Over stdio there is no token: the host that started
 //! the process is the caller, and its credentials come from the environment.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::Jwk;
@@ -80,6 +84,9 @@ pub struct Authorization {
     /// Where a client finds this server's metadata, for the challenges' `resource_metadata`.
     metadata_url: String,
     keys: Keys,
+    /// Tokens already verified, so that a client's next request with the same token
+    /// costs no signature check.
+    verified: Verified,
     clock_skew_secs: u64,
     /// The scopes, as YOUR TOOLS names them.
     scopes: Scopes,
@@ -164,6 +171,7 @@ impl Authorization {
             metadata_url: metadata_url(resource).ok_or_else(|| format!("{resource} is not an absolute URL"))?,
             resource: resource.clone(),
             keys: Keys::new(source),
+            verified: Verified::default(),
             clock_skew_secs: flags.clock_skew_secs,
             scopes,
             info,
@@ -221,7 +229,17 @@ impl Authorization {
     /// from that issuer, for this server as its audience, not expired and already
     /// valid, naming a subject. Anything else is refused, and never passed on.
     fn validate(&self, token: &str) -> Result<Caller, Invalid> {
+        // A token verified before, with the keys held now, and not yet expired: who it names.
+        let keys_version = self.keys.version();
+        if let Some(caller) = self.verified.get(token, keys_version) {
+            return Ok(caller);
+        }
         let header = decode_header(token).map_err(|_| Invalid::token("the token is not a JWT"))?;
+        // RFC 7515, section 4.1.11: a token whose `crit` names an extension the server
+        // does not understand "is invalid". This server understands none.
+        if header.crit.is_some() {
+            return Err(Invalid::token("the token names critical header extensions this server does not support"));
+        }
         // An access token, not an ID token, which tells the client who the user is.
         let typ = header.typ.as_deref().unwrap_or_default().to_ascii_lowercase();
         if typ != "at+jwt" && typ != "application/at+jwt" {
@@ -246,12 +264,16 @@ impl Authorization {
             ErrorKind::InvalidAudience => Invalid::token("the token was issued for another resource"),
             ErrorKind::InvalidSignature => Invalid::token("the token's signature is not valid"),
             ErrorKind::MissingRequiredClaim(claim) => Invalid::token(&format!("the token has no `{claim}`")),
+            ErrorKind::Json(_) => Invalid::token("a claim is missing or not a string (`iss`, `sub`)"),
             _ => Invalid::token("the token is not valid"),
         })?;
         let claims = claims.claims;
         // RFC 9068, section 2.2.3: `scope` is a space-separated list, like OAuth's.
         let scopes = claims.scope.unwrap_or_default().split_whitespace().map(str::to_string).collect();
-        Ok(Caller { subject: Some(claims.sub), scopes: Some(scopes), address: None, expires: Some(claims.exp) })
+        let caller =
+            Caller { subject: Some(claims.sub), scopes: Some(scopes), address: None, expires: Some(claims.exp) };
+        self.verified.insert(token, &caller, keys_version);
+        Ok(caller)
     }
     // ANCHOR_END: validate
 
@@ -319,6 +341,10 @@ fn scopes_needed(message: Option<&Message>, for_tool: fn(&str) -> &'static [&'st
 /// The claims this server reads from an access token; `jsonwebtoken` checks the rest.
 #[derive(Deserialize)]
 struct Claims {
+    /// Read only to hold it to a string (RFC 7519, section 4.1.1): `jsonwebtoken`, which
+    /// checks that it is the issuer, would also take an array that holds the issuer.
+    #[allow(dead_code)]
+    iss: String,
     sub: String,
     scope: Option<String>,
     exp: u64,
@@ -398,21 +424,100 @@ fn is_https_or_loopback(url: &str) -> bool {
     origin.starts_with("https://") || loopback
 }
 
+// ANCHOR: verified
+/// The tokens this server has verified, each with who it names, so that a client's next
+/// request with the same token skips the signature, the check that costs. Keyed by the
+/// whole token: a token changed in any byte is another token, checked in full. An entry
+/// is used only before the token's `exp`, and all go when the keys change (a key
+/// withdrawn takes its tokens with it). At most `MAX_VERIFIED` entries: a new one, when
+/// full, first drops those expired, then the one that expires soonest. A hit gives the
+/// caller only; what depends on the request (the scopes it needs, now against `exp`) is
+/// checked for every request.
+#[derive(Default)]
+struct Verified {
+    held: Mutex<VerifiedTokens>,
+}
+
+#[derive(Default)]
+struct VerifiedTokens {
+    /// The version of the keys these tokens were verified with (`Keys::version`).
+    keys_version: u64,
+    callers: HashMap<String, Caller>,
+}
+
+/// The most tokens remembered: for tokens of a kilobyte, about 10 MB.
+const MAX_VERIFIED: usize = 10_000;
+
+impl Verified {
+    /// Who `token` names, if it was verified with the keys of `keys_version` and has not
+    /// expired.
+    fn get(&self, token: &str, keys_version: u64) -> Option<Caller> {
+        let mut held = lock(&self.held);
+        if keys_version > held.keys_version {
+            // The keys changed since these tokens were verified: check each again.
+            held.callers.clear();
+            held.keys_version = keys_version;
+        }
+        if keys_version != held.keys_version {
+            return None;
+        }
+        let caller = held.callers.get(token)?;
+        if caller.expires.is_some_and(|exp| get_current_timestamp() < exp) {
+            return Some(caller.clone());
+        }
+        // Expired: the full check says so (or lets it through within the clock skew).
+        held.callers.remove(token);
+        None
+    }
+
+    /// Remember that `token`, verified with the keys of `keys_version`, names `caller`;
+    /// not if the keys changed meanwhile.
+    fn insert(&self, token: &str, caller: &Caller, keys_version: u64) {
+        let mut held = lock(&self.held);
+        if keys_version != held.keys_version {
+            return;
+        }
+        if held.callers.len() >= MAX_VERIFIED {
+            let now = get_current_timestamp();
+            held.callers.retain(|_, caller| caller.expires.is_some_and(|exp| now < exp));
+        }
+        if held.callers.len() >= MAX_VERIFIED {
+            let soonest = held.callers.iter().min_by_key(|(_, caller)| caller.expires).map(|(token, _)| token.clone());
+            if let Some(soonest) = soonest {
+                held.callers.remove(&soonest);
+            }
+        }
+        held.callers.insert(token.to_string(), caller.clone());
+    }
+}
+// ANCHOR_END: verified
+
 // ANCHOR: keys
 /// The authorization server's signing keys (a JWK Set, RFC 7517), kept in memory.
 /// They are fetched when first needed, so that the server starts even while the
 /// authorization server is down; fetched again when a token names a key not held (the
 /// authorization server rotated its keys), but not more often than `REFETCH_AFTER`, so
 /// that tokens naming made-up keys cannot make this server flood it; and fetched again
-/// when older than `KEYS_MAX_AGE`, so that a key withdrawn is soon refused. No lock is
-/// held while a fetch waits on the network: a request whose key is held never waits.
+/// when older than `KEYS_MAX_AGE`, so that a key withdrawn is soon refused.
+///
+/// A fetch runs on a thread of its own, never on a worker: a slow authorization server
+/// must not hold the workers that answer everyone else. A request whose key is held
+/// never waits, not even the one that starts the hourly refresh. A request whose key is
+/// not held waits only for a fetch it starts itself, and for at most `WAIT_FOR_FETCH`;
+/// while another request's fetch is under way it does not wait at all.
 struct Keys {
+    /// Shared with the thread that fetches.
+    shared: Arc<Shared>,
+}
+
+struct Shared {
     source: KeySource,
     /// What is held. Every request reads it, for a moment.
     cache: Mutex<Cache>,
-    /// Held by the one request that is fetching. A request with no key for its token
-    /// waits for that fetch; the others go on with the keys held.
-    fetching: Mutex<()>,
+    /// Told when a fetch ends, for the request that started it and waits.
+    fetch_ended: Condvar,
+    /// One more each time a fetch brings keys that differ from those held.
+    version: AtomicU64,
 }
 
 enum KeySource {
@@ -430,6 +535,8 @@ struct Cache {
     keys: Vec<Key>,
     /// When the keys were last fetched, or last tried.
     fetched: Option<Instant>,
+    /// Whether a fetch is under way.
+    fetching: bool,
     /// The `jwks_uri` discovered, once it is.
     jwks_uri: Option<String>,
 }
@@ -446,104 +553,117 @@ const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
 const KEYS_RETRY_AFTER: Duration = Duration::from_secs(10);
 /// The longest a fetch of the keys (or of the metadata naming them) may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a request waits for the fetch it started, holding its worker.
+const WAIT_FOR_FETCH: Duration = Duration::from_secs(1);
 /// The largest JWK Set or metadata document read: a few keys are a few kilobytes.
 const MAX_DOCUMENT_BYTES: u64 = 256 * 1024;
 // ANCHOR_END: keys
 
-/// What the cache says of one token's key.
-struct Lookup {
-    /// The key, when it is held.
-    key: Option<DecodingKey>,
-    /// Whether a fetch is due: never fetched, too old, or this key missing and the last
-    /// fetch long enough ago.
-    due: bool,
-    /// Whether any key is held at all.
-    any: bool,
-}
-
 impl Keys {
     fn new(source: KeySource) -> Keys {
-        Keys { source, cache: Mutex::default(), fetching: Mutex::new(()) }
+        let shared =
+            Shared { source, cache: Mutex::default(), fetch_ended: Condvar::new(), version: AtomicU64::new(0) };
+        Keys { shared: Arc::new(shared) }
+    }
+
+    /// Which keys are held: a number that changes when they do.
+    fn version(&self) -> u64 {
+        self.shared.version.load(Ordering::Acquire)
     }
 
     /// The key named `kid` that may check `alg`. A token without a `kid` may use the
     /// only key.
     fn find(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Invalid> {
-        let found = self.look(kid, alg);
-        if let Some(key) = found.key {
-            // Old keys are refreshed by whichever request gets there first; the others
-            // use the keys held meanwhile.
-            if found.due
-                && let Ok(_fetching) = self.fetching.try_lock()
-            {
-                self.refresh();
+        let mut cache = lock(&self.shared.cache);
+        let since = |cache: &Cache, age: Duration| cache.fetched.is_none_or(|at| at.elapsed() >= age);
+        if let Some((_, key)) = pick(&cache.keys, kid, alg) {
+            let key = key.clone();
+            // Old keys are refreshed in the background; this request goes on with the key held.
+            if since(&cache, KEYS_MAX_AGE) && !cache.fetching {
+                self.start_fetch(&mut cache);
             }
             return Ok(key);
         }
-        // Not held: wait for a fetch under way, then fetch, if one is still due.
-        {
-            let _fetching = lock(&self.fetching);
-            if self.look(kid, alg).due {
-                self.refresh();
+        // Not held: fetch, if a fetch is due and none is under way, and wait for it a little.
+        if since(&cache, REFETCH_AFTER) && !cache.fetching {
+            self.start_fetch(&mut cache);
+            let deadline = Instant::now() + WAIT_FOR_FETCH;
+            while cache.fetching {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                cache = self.shared.fetch_ended.wait_timeout(cache, left).unwrap_or_else(|e| e.into_inner()).0;
             }
         }
-        match self.look(kid, alg) {
-            Lookup { key: Some(key), .. } => Ok(key),
-            // None at all: the token may be fine, but cannot be checked now.
-            Lookup { any: false, .. } => Err(Invalid::KeysUnavailable),
-            Lookup { .. } => Err(Invalid::token("the token is signed with an unknown key")),
+        match pick(&cache.keys, kid, alg) {
+            Some((_, key)) => Ok(key.clone()),
+            // A fetch under way may bring the key, and with none held the token cannot be
+            // checked: either way the token may be fine, it cannot be told now.
+            None if cache.fetching || cache.keys.is_empty() => Err(Invalid::KeysUnavailable),
+            None => Err(Invalid::token("the token is signed with an unknown key")),
         }
     }
 
-    fn look(&self, kid: Option<&str>, alg: Algorithm) -> Lookup {
-        let cache = lock(&self.cache);
-        let key = pick(&cache.keys, kid, alg).map(|(_, key)| key.clone());
-        let since = |age: Duration| cache.fetched.is_none_or(|at| at.elapsed() >= age);
-        let due = since(KEYS_MAX_AGE) || (key.is_none() && since(REFETCH_AFTER));
-        Lookup { key, due, any: !cache.keys.is_empty() }
-    }
-
-    /// Fetch the keys, with no lock on the cache while the network answers, and keep
-    /// them; on failure keep those held, and say why on stderr.
-    fn refresh(&self) {
-        let jwks_uri = lock(&self.cache).jwks_uri.clone();
-        let fetched = self.fetch(jwks_uri);
-        let mut cache = lock(&self.cache);
-        cache.fetched = Some(Instant::now());
-        match fetched {
-            Ok((keys, jwks_uri)) => {
-                cache.keys = keys;
-                cache.jwks_uri = jwks_uri;
+    /// Fetch the keys on a thread of its own, and keep them; on failure keep those held,
+    /// and say why on stderr. `cache` is locked by the caller, who checked that no fetch
+    /// is under way.
+    fn start_fetch(&self, cache: &mut Cache) {
+        cache.fetching = true;
+        let jwks_uri = cache.jwks_uri.clone();
+        let shared = Arc::clone(&self.shared);
+        thread::spawn(move || {
+            // A panic in a fetch must not leave `fetching` set, and the keys never fetched again.
+            let fetched = catch_unwind(AssertUnwindSafe(|| shared.fetch(jwks_uri)))
+                .unwrap_or_else(|_| Err("the fetch failed unexpectedly".to_string()));
+            let mut cache = lock(&shared.cache);
+            cache.fetching = false;
+            cache.fetched = Some(Instant::now());
+            match fetched {
+                Ok((keys, jwks_uri)) => {
+                    if !keys.iter().map(|(jwk, _)| jwk).eq(cache.keys.iter().map(|(jwk, _)| jwk)) {
+                        shared.version.fetch_add(1, Ordering::AcqRel);
+                    }
+                    cache.keys = keys;
+                    cache.jwks_uri = jwks_uri;
+                }
+                Err(why) => eprintln!("authorization: cannot fetch the signing keys: {why}"),
             }
-            Err(why) => eprintln!("authorization: cannot fetch the signing keys: {why}"),
-        }
+            shared.fetch_ended.notify_all();
+        });
     }
+}
 
+impl Shared {
     /// The signing keys from the source, those this server can use, and the `jwks_uri`
     /// they came from when it was discovered (`jwks_uri`: the one found before).
     fn fetch(&self, jwks_uri: Option<String>) -> Result<(Vec<Key>, Option<String>), String> {
-        let (set, jwks_uri) = match &self.source {
+        let (set, jwks_uri, from) = match &self.source {
             KeySource::File(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                (serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?, None)
+                let set = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                (set, None, path.display().to_string())
             }
-            KeySource::Uri(uri) => (get_json(uri)?, None),
+            KeySource::Uri(uri) => (get_json(uri)?, None, uri.clone()),
             KeySource::Discover(issuer) => {
                 let uri = match jwks_uri {
                     Some(uri) => uri,
                     None => discover_jwks_uri(issuer)?,
                 };
-                (get_json(&uri)?, Some(uri))
+                (get_json(&uri)?, Some(uri.clone()), uri)
             }
         };
-        Ok((signing_keys(&set), jwks_uri))
+        // RFC 7517, section 5: a JWK Set "MUST have a "keys" member" whose value is an
+        // array. A document without one is not a JWK Set, and not a set of no keys: the
+        // fetch failed, and the keys held are kept.
+        let keys = set.get("keys").and_then(Value::as_array).ok_or(format!("{from}: no \"keys\" array"))?;
+        Ok((signing_keys(keys), jwks_uri))
     }
 }
 
-/// Of a JWK Set, the keys meant for signatures that this server can use; others (for
+/// Of a JWK Set's keys, those meant for signatures that this server can use; others (for
 /// encryption, or of a kind it does not know) are skipped, not fatal.
-fn signing_keys(set: &Value) -> Vec<Key> {
-    let keys = set.get("keys").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+fn signing_keys(keys: &[Value]) -> Vec<Key> {
     keys.iter()
         .filter(|key| key.get("use").is_none_or(|usage| usage == "sig"))
         .filter_map(|key| serde_json::from_value::<Jwk>(key.clone()).ok())
@@ -596,10 +716,16 @@ fn discover_jwks_uri(issuer: &str) -> Result<String, String> {
     Err(tried.join("; "))
 }
 
-/// GET a JSON document, within `FETCH_TIMEOUT` and `MAX_DOCUMENT_BYTES`.
+/// GET a JSON document, within `FETCH_TIMEOUT` and `MAX_DOCUMENT_BYTES`. Redirects are
+/// not followed: the URL checked for `https` is the one fetched, and a redirect could
+/// lead to plain `http`, where keys can be swapped on the way.
 fn get_json(url: &str) -> Result<Value, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(FETCH_TIMEOUT)).build().into();
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().timeout_global(Some(FETCH_TIMEOUT)).max_redirects(0).build().into();
     let mut response = agent.get(url).call().map_err(|e| format!("{url}: {e}"))?;
+    if response.status() != 200 {
+        return Err(format!("{url}: answered {}, not 200 (redirects are not followed)", response.status()));
+    }
     let text = response
         .body_mut()
         .with_config()
