@@ -311,9 +311,9 @@ fn a_stream_ends_when_its_token_expires() {
         "0",
     ]);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-    // `payroll:run`: what listening to the last run needs.
-    let brief =
-        token_until("https://auth.example.com", "alice", "mcp:read payroll:run", TEST_KEY, "workbook-test-key", now + 3);
+    // With `payroll:run`: what listening to the last run needs.
+    let scope = "mcp:read payroll:run";
+    let brief = token_until("https://auth.example.com", "alice", scope, TEST_KEY, "workbook-test-key", now + 3);
     let authorization = format!("Bearer {brief}");
     let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
     let listen = json!({ "jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": { "_meta": meta, "notifications": { "resourceSubscriptions": ["payroll://last-run"] } } });
