@@ -13,7 +13,9 @@
 //! - a redirect from the key or metadata address is not followed (it could lead to `http`);
 //! - a token verified before is remembered, but still expires, still needs the scopes of
 //!   each request, and is checked again once its key is withdrawn;
-//! - the rate limit counts by subject, and a session's stream is its subject's;
+//! - the rate limit counts by caller (the token's subject with its client), a
+//!   session's stream is its subject's, and a `requestState` its caller's: a client
+//!   whose id is a user's name, as a client-credentials token's `sub`, is not that user;
 //! - a stream (here a `subscriptions/listen`) ends when the token it was opened with
 //!   expires, not minutes later;
 //! - the flags: `--stdio` refuses the authorization flags, and keys over plain `http`
@@ -50,11 +52,21 @@ fn token(issuer: &str, subject: &str, scope: &str, pem: &[u8], kid: &str) -> Str
 
 /// The same, valid until `exp` (seconds since 1970).
 fn token_until(issuer: &str, subject: &str, scope: &str, pem: &[u8], kid: &str, exp: u64) -> String {
+    let claims = json!({ "iss": issuer, "sub": subject, "aud": RESOURCE, "exp": exp, "scope": scope });
+    sign(&claims, pem, kid)
+}
+
+/// A token of `auth.example.com`'s test key for `subject`, issued to `client`, until 2100.
+fn token_of_client(subject: &str, client: &str, scope: &str) -> String {
+    let claims = json!({ "iss": "https://auth.example.com", "sub": subject, "client_id": client, "aud": RESOURCE, "exp": 4_102_444_800u64, "scope": scope });
+    sign(&claims, TEST_KEY, "workbook-test-key")
+}
+
+fn sign(claims: &Value, pem: &[u8], kid: &str) -> String {
     let mut header = Header::new(Algorithm::ES256);
     header.typ = Some("at+jwt".into());
     header.kid = Some(kid.into());
-    let claims = json!({ "iss": issuer, "sub": subject, "aud": RESOURCE, "exp": exp, "scope": scope });
-    encode(&header, &claims, &EncodingKey::from_ec_pem(pem).unwrap()).unwrap()
+    encode(&header, claims, &EncodingKey::from_ec_pem(pem).unwrap()).unwrap()
 }
 
 /// A token signed with the test key, whose claims are `claims` and whose header (ES256,
@@ -254,6 +266,60 @@ fn the_rate_limit_counts_by_subject_not_by_address() {
     assert_eq!(ping(server.address, &bob).status, 200, "bob, from the same address, has his own");
 }
 
+/// RFC 9068, section 5: an authorization server that writes a client's id as `sub` (client
+/// credentials) and lets clients pick their ids lets a client take a user's `sub`. Its
+/// calls must not spend that user's share.
+#[test]
+fn the_rate_limit_counts_by_subject_and_client() {
+    let server = start(&[
+        "--authorization-server",
+        "https://auth.example.com",
+        "--jwks-file",
+        "tests/keys/jwks.json",
+        "--max-calls-per-minute",
+        "1",
+    ]);
+    let alice = token_of_client("alice", "workbook-client", "mcp:read");
+    let client_named_alice = token_of_client("alice", "alice", "mcp:read");
+    assert_eq!(ping(server.address, &client_named_alice).status, 200);
+    assert_eq!(ping(server.address, &client_named_alice).status, 429, "its one call a minute is spent");
+    assert_eq!(ping(server.address, &alice).status, 200, "alice, through her client, has her own");
+}
+
+/// The same client, with a `requestState` issued to the user whose `sub` it has: refused
+/// as a state of another call, and the payroll does not run.
+#[test]
+fn a_request_state_is_its_callers_not_its_subjects() {
+    let server = start(&["--authorization-server", "https://auth.example.com", "--jwks-file", "tests/keys/jwks.json"]);
+    let approve = |token: &str, extra: Value| {
+        let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} } });
+        let mut params = json!({ "name": "approve_payroll", "_meta": meta });
+        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+        let authorization = format!("Bearer {token}");
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "approve_payroll"),
+            ("Authorization", authorization.as_str()),
+        ];
+        let answer = replay::send(server.address, &request("POST", &headers, &body.to_string())).unwrap();
+        serde_json::from_str::<Value>(&answer.body).unwrap()
+    };
+    let alice = token_of_client("alice", "workbook-client", "mcp:read payroll:run");
+    let asked = approve(&alice, json!({}));
+    let state = asked["result"]["requestState"].as_str().unwrap_or_else(|| panic!("no state in {asked}"));
+    let yes = json!({ "requestState": state, "inputResponses": { "approval": { "action": "accept", "content": { "approve": true } } } });
+    let client_named_alice = token_of_client("alice", "alice", "mcp:read payroll:run");
+    let answer = approve(&client_named_alice, yes.clone());
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    // Alice's own retry still works: the state was refused, not used up.
+    let answer = approve(&alice, yes);
+    assert!(answer.pointer("/result/content/0/text").is_some(), "{answer}");
+}
+
 #[test]
 fn a_sessions_stream_is_its_subjects() {
     let server = start(&["--authorization-server", "https://auth.example.com", "--jwks-file", "tests/keys/jwks.json"]);
@@ -289,7 +355,9 @@ fn a_stream_ends_when_its_token_expires() {
         "0",
     ]);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let brief = token_until("https://auth.example.com", "alice", "mcp:read", TEST_KEY, "workbook-test-key", now + 3);
+    // With `payroll:run`: what listening to the last run needs.
+    let scope = "mcp:read payroll:run";
+    let brief = token_until("https://auth.example.com", "alice", scope, TEST_KEY, "workbook-test-key", now + 3);
     let authorization = format!("Bearer {brief}");
     let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
     let listen = json!({ "jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": { "_meta": meta, "notifications": { "resourceSubscriptions": ["payroll://last-run"] } } });

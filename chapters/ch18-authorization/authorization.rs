@@ -1,7 +1,8 @@
 //! Chapter 18: authorization. Over HTTP, with `--authorization-server`, the server is an
 //! OAuth 2.1 resource server (`2025-11-25/basic/authorization.mdx`): every request to
 //! `/mcp` carries an access token that an authorization server issued for this server,
-//! and the token's subject is who is calling. This file is the whole of it:
+//! and the token's subject, with the client it was issued to, is who is calling. This
+//! file is the whole of it:
 //! - the Protected Resource Metadata (RFC 9728), which tells a client where to get a
 //!   token, at `/.well-known/oauth-protected-resource` (with and without `/mcp`);
 //! - `Authorization::caller`: the token checked (a JWT access token, RFC 9068, signed
@@ -66,12 +67,15 @@ pub struct AuthorizationFlags {
 /// The scope every request needs: to use this server at all.
 pub const READ_SCOPE: &str = "mcp:read";
 
-/// The scopes of this server, as YOUR TOOLS names them (`main` hands them down): those
-/// every user needs, which the metadata lists, and those each tool needs besides.
+/// The scopes of this server, as YOUR TOOLS and YOUR RESOURCES name them (`main` hands
+/// them down): those every user needs, which the metadata lists, and those each tool and
+/// each resource needs besides.
 #[derive(Clone, Copy)]
 pub struct Scopes {
     pub basic: &'static [&'static str],
-    pub for_tool: fn(&str) -> &'static [&'static str],
+    /// By a tool's name or a resource's URI: what calling the tool needs besides, or
+    /// reading the resource, subscribing to it and listening for its changes.
+    pub needed_by: fn(&str) -> &'static [&'static str],
 }
 
 // ANCHOR: authorization
@@ -88,7 +92,7 @@ pub struct Authorization {
     /// costs no signature check.
     verified: Verified,
     clock_skew_secs: u64,
-    /// The scopes, as YOUR TOOLS names them.
+    /// The scopes, as YOUR TOOLS and YOUR RESOURCES name them.
     scopes: Scopes,
     /// Who this server is: the metadata's `resource_name`.
     info: &'static ServerInfo,
@@ -98,7 +102,10 @@ pub struct Authorization {
 #[derive(Debug, Clone)]
 pub struct Caller {
     /// The token's subject (`sub`); `None` when the server asks for no token.
-    pub subject: Option<String>,
+    subject: Option<String>,
+    /// The client the token was issued to: its `client_id` (RFC 9068, section 2.2), or
+    /// else OpenID Connect's `azp`; `None` when the token names none.
+    client: Option<String>,
     /// The scopes the token grants; `None` when the server asks for no token (all).
     scopes: Option<Vec<String>>,
     /// Where the request came from, when no token says who sent it.
@@ -110,19 +117,30 @@ pub struct Caller {
 impl Caller {
     /// A caller of a server that asks for no token: known by its address alone.
     pub fn anonymous(address: IpAddr) -> Caller {
-        Caller { subject: None, scopes: None, address: Some(address), expires: None }
+        Caller { subject: None, client: None, scopes: None, address: Some(address), expires: None }
     }
 
     /// The host that started the process, over stdio.
     pub fn stdio() -> Caller {
-        Caller { subject: None, scopes: None, address: None, expires: None }
+        Caller { subject: None, client: None, scopes: None, address: None, expires: None }
     }
 
-    /// Who the tool rate limit counts by: the subject, who may call from many
+    /// Who is calling, as the sessions, the `requestState` and the rate limit tell callers
+    /// apart: the token's subject and the client it was issued to, together (as JSON, so
+    /// that no two pairs read the same); `None` when the server asks for no token. Not
+    /// the subject alone: an authorization server may write a client's own id as `sub`
+    /// (client credentials), and a client that picks its id could pick a user's (RFC
+    /// 9068, section 5).
+    pub fn identity(&self) -> Option<String> {
+        let subject = self.subject.as_ref()?;
+        Some(json!({ "sub": subject, "client": self.client }).to_string())
+    }
+
+    /// Who the tool rate limit counts by: the caller's `identity`, who may call from many
     /// addresses; with no token, the address, the best a server without sign-in knows.
     pub fn rate_key(&self) -> String {
-        match (&self.subject, self.address) {
-            (Some(subject), _) => format!("sub {subject}"),
+        match (self.identity(), self.address) {
+            (Some(identity), _) => identity,
             (None, Some(address)) => address.to_string(),
             (None, None) => "stdio".to_string(),
         }
@@ -270,8 +288,8 @@ impl Authorization {
         let claims = claims.claims;
         // RFC 9068, section 2.2.3: `scope` is a space-separated list, like OAuth's.
         let scopes = claims.scope.unwrap_or_default().split_whitespace().map(str::to_string).collect();
-        let caller =
-            Caller { subject: Some(claims.sub), scopes: Some(scopes), address: None, expires: Some(claims.exp) };
+        let client = claims.client_id.or(claims.azp);
+        let caller = Caller { subject: Some(claims.sub), client, scopes: Some(scopes), address: None, expires: Some(claims.exp) };
         self.verified.insert(token, &caller, keys_version);
         Ok(caller)
     }
@@ -308,7 +326,7 @@ impl Authorization {
     /// `message` is `None` for a GET or a DELETE, which carry none.
     pub fn check_scopes(&self, caller: &Caller, message: Option<&Message>) -> Result<(), Response> {
         let Some(granted) = &caller.scopes else { return Ok(()) };
-        let needed = scopes_needed(message, self.scopes.for_tool);
+        let needed = scopes_needed(message, self.scopes.needed_by);
         if needed.iter().all(|scope| granted.iter().any(|g| g == scope)) {
             return Ok(());
         }
@@ -320,18 +338,28 @@ impl Authorization {
 }
 
 // ANCHOR: scopes_needed
-/// The scopes a message needs: `mcp:read`, and for a `tools/call`, the tool's own
-/// (`for_tool`, YOUR TOOLS' `scopes_for_tool`).
-fn scopes_needed(message: Option<&Message>, for_tool: fn(&str) -> &'static [&'static str]) -> Vec<&'static str> {
+/// The scopes a message needs: `mcp:read`, and what YOUR TOOLS and YOUR RESOURCES say
+/// (`needed_by`, `main.rs`'s `scopes_for`) the names it holds need besides: the tool a
+/// `tools/call` calls, and every resource a request would show, or tell of a change to,
+/// by its URI: `resources/read`, `resources/subscribe`, and each URI a
+/// `subscriptions/listen` names.
+fn scopes_needed(message: Option<&Message>, needed_by: fn(&str) -> &'static [&'static str]) -> Vec<&'static str> {
     let mut needed = vec![READ_SCOPE];
-    if let Some(Message::Request { method, params: Some(params), .. }) = message
-        && method == "tools/call"
-        && let Some(tool) = params.get("name").and_then(Value::as_str)
-    {
-        for scope in for_tool(tool) {
-            if !needed.contains(scope) {
-                needed.push(scope);
-            }
+    let Some(Message::Request { method, params: Some(params), .. }) = message else {
+        return needed;
+    };
+    let names: Vec<&Value> = match method.as_str() {
+        "tools/call" => params.get("name").into_iter().collect(),
+        "resources/read" | "resources/subscribe" => params.get("uri").into_iter().collect(),
+        "subscriptions/listen" => {
+            let uris = params.pointer("/notifications/resourceSubscriptions").and_then(Value::as_array);
+            uris.into_iter().flatten().collect()
+        }
+        _ => Vec::new(),
+    };
+    for scope in names.into_iter().filter_map(Value::as_str).flat_map(needed_by) {
+        if !needed.contains(scope) {
+            needed.push(scope);
         }
     }
     needed
@@ -346,6 +374,8 @@ struct Claims {
     #[allow(dead_code)]
     iss: String,
     sub: String,
+    client_id: Option<String>,
+    azp: Option<String>,
     scope: Option<String>,
     exp: u64,
 }

@@ -40,8 +40,8 @@ pub fn handle(
     if request.path != "/mcp" {
         return Response::empty(404);
     }
-    // Chapter 18: who is calling: the subject of a valid access token, or else (no
-    // authorization server) the address the request came from.
+    // Chapter 18: who is calling: the subject and client of a valid access token, or
+    // else (no authorization server) the address the request came from.
     let caller = match authorization.map(|authorization| authorization.caller(request)) {
         Some(Ok(caller)) => caller,
         Some(Err(refusal)) => return refusal,
@@ -55,13 +55,13 @@ pub fn handle(
         return reply(400, Value::Null, Err(error));
     }
     // Chapter 18: both need the scope every request needs, and a session is its
-    // subject's alone: to another caller it does not exist.
+    // caller's alone: to another caller it does not exist.
     if request.method == "DELETE" || request.method == "GET" {
         if let Some(Err(refusal)) = authorization.map(|authorization| authorization.check_scopes(&caller, None)) {
             return refusal;
         }
         if let Some(id) = request.header("Mcp-Session-Id")
-            && catalog.sessions.belongs_to_another(id, caller.subject.as_deref())
+            && catalog.sessions.belongs_to_another(id, caller.identity().as_deref())
         {
             return session_not_found(Value::Null);
         }

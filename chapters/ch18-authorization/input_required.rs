@@ -35,7 +35,8 @@ const STATE_TTL_SECS: u64 = 600;
 /// Who asked, as a state records it when the server asks for no token: a bearer token
 /// (chapter 7) is one secret every client shares, and a client's `clientInfo` is its own
 /// claim, which no security decision may rest on. With authorization (chapter 18) a
-/// state names the token's subject instead, and another subject's is refused.
+/// state names the caller instead (`Caller::identity`: the token's subject and client),
+/// and another caller's is refused.
 const ANYONE: &str = "anyone";
 /// The most used states remembered at once (`UsedStates`): some 10,000 approvals in ten
 /// minutes, a few hundred kilobytes.
@@ -48,7 +49,7 @@ pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 /// arguments were checked first, by the router's `tools_call`, as every call's are
 /// ("Validate all tool inputs", `2026-07-28/server/tools.mdx`, Security
 /// Considerations): no question is asked for a call that cannot run.
-pub fn call_asking(params: Option<&Value>, asking: &AskingTool, subject: Option<&str>) -> Result<Value, RpcError> {
+pub fn call_asking(params: Option<&Value>, asking: &AskingTool, caller: Option<&str>) -> Result<Value, RpcError> {
     let params = params.expect("the tool was found by the name they hold");
     // The question is a form: ask only a client that takes forms, one that declared
     // `elicitation` empty (forms, for backwards compatibility) or with `form`
@@ -70,7 +71,7 @@ pub fn call_asking(params: Option<&Value>, asking: &AskingTool, subject: Option<
         });
     }
     // The call a state is issued for, and the only one it comes back on.
-    let call = originating_call(subject, asking.name, params.get("arguments"));
+    let call = originating_call(caller, asking.name, params.get("arguments"));
     // The state comes back from the client: bounded, verified, unexpired, unused, or refused.
     if let Some(state) = params.get("requestState") {
         let state = state.as_str().ok_or_else(|| RpcError::invalid_params("`requestState` must be a string"))?;
@@ -92,12 +93,12 @@ pub fn call_asking(params: Option<&Value>, asking: &AskingTool, subject: Option<
 }
 
 /// The call a state is issued for, as the state names it: `PRINCIPAL.ARGUMENTS.TOOL`,
-/// who asked (`anyone`, or a digest of the token's subject), a digest of the call's
+/// who asked (`anyone`, or a digest of the caller's identity), a digest of the call's
 /// arguments, and the tool. A state presented on any
 /// other call is refused: mrtr.mdx asks for "an identifier for the originating request,
 /// e.g. the method name and a digest of its salient parameters" (Server Requirements 5).
-fn originating_call(subject: Option<&str>, tool: &str, arguments: Option<&Value>) -> String {
-    let principal = subject.map_or(ANYONE.to_string(), |subject| state_tag(&format!("subject {subject}")));
+fn originating_call(caller: Option<&str>, tool: &str, arguments: Option<&Value>) -> String {
+    let principal = caller.map_or(ANYONE.to_string(), |caller| state_tag(&format!("caller {caller}")));
     let arguments = canonical_json(arguments.unwrap_or(&json!({})));
     format!("{principal}.{}.{tool}", state_tag(&format!("arguments {arguments}")))
 }

@@ -6,7 +6,7 @@
 //! and 2026-07-28's requests that each stand alone). This chapter adds authorization:
 //! with `--authorization-server`, every HTTP request carries an access token that
 //! authorization server issued for this server, the token's scopes decide what the
-//! request may do, and its subject is who is calling (`authorization.rs`).
+//! request may do, and its subject and client are who is calling (`authorization.rs`).
 //!
 //! # Layout
 //!
@@ -291,10 +291,12 @@ const BASIC_SCOPES: &[&str] = &[READ_SCOPE];
 /// To run the payroll: it pays people.
 const PAYROLL_SCOPE: &str = "payroll:run";
 
-/// The scopes calling `tool` needs besides `mcp:read`: none for a tool that only reads.
-fn scopes_for_tool(tool: &str) -> &'static [&'static str] {
-    match tool {
-        "run_payroll" | APPROVE_PAYROLL => &[PAYROLL_SCOPE],
+/// The scopes a request needs besides `mcp:read`, by what it names: the tool it calls, or
+/// a resource (YOUR RESOURCES) it reads, subscribes to or listens for, by its URI exactly
+/// as resources.rs finds it. None to only read; the last run lists what each one was paid.
+fn scopes_for(tool_or_uri: &str) -> &'static [&'static str] {
+    match tool_or_uri {
+        "run_payroll" | APPROVE_PAYROLL | LAST_RUN_URI => &[PAYROLL_SCOPE],
         _ => &[],
     }
 }
@@ -920,8 +922,7 @@ struct Args {
     /// One secret every client shares; `--authorization-server` is the real thing.
     #[arg(long, value_name = "TOKEN")]
     token: Option<String>,
-    // Who may call, with tokens from an authorization server (chapter 18):
-    // authorization.rs's flags.
+    // Who may call, with an authorization server's tokens (chapter 18): authorization.rs's flags.
     #[command(flatten)]
     authorization: authorization::AuthorizationFlags,
     /// The most tool calls one caller may make in a minute, over HTTP and stdio alike: a
@@ -985,7 +986,7 @@ fn main() -> std::io::Result<()> {
     if args.stdio {
         return serve_stdio(catalog, &rate_limit);
     }
-    let scopes = Scopes { basic: BASIC_SCOPES, for_tool: scopes_for_tool };
+    let scopes = Scopes { basic: BASIC_SCOPES, needed_by: scopes_for };
     let authorization =
         Authorization::from_flags(&args.authorization, scopes, &catalog.info).map_err(std::io::Error::other)?;
     // With an authorization server, chapter 7's shared token is not asked for as well.

@@ -164,7 +164,7 @@ fn route_handshake(message: Message, via: Via, caller: &Caller, catalog: &'stati
     let session = match &via {
         Via::Http(request) => match request.header("Mcp-Session-Id") {
             Some(_) if message.method() == Some("initialize") => None,
-            Some(id) if catalog.sessions.belongs_to_another(id, caller.subject.as_deref()) => {
+            Some(id) if catalog.sessions.belongs_to_another(id, caller.identity().as_deref()) => {
                 return Routed::AsIs(session_not_found(message.id()));
             }
             Some(id) => match catalog.sessions.find(id) {
@@ -180,7 +180,7 @@ fn route_handshake(message: Message, via: Via, caller: &Caller, catalog: &'stati
         // back in a header, over stdio it is the process's from now on.
         Message::Request { id, method, params } if method == "initialize" => {
             let answer = initialize(params.as_ref(), capabilities(), &catalog.info);
-            let (sessions, owner) = (&catalog.sessions, caller.subject.clone());
+            let (sessions, owner) = (&catalog.sessions, caller.identity());
             match via {
                 Via::Http(_) => Routed::Answer(open_session(id, answer, params.as_ref(), sessions, owner)),
                 Via::Stdio { session, version } => {
@@ -298,7 +298,7 @@ fn tools_call(
     }
     // Chapter 15: in 2026-07-28 a tool that asks the client answers through its own path.
     if era == Era::Modern && tool.name() == catalog.asking.name {
-        return call_asking(params, &catalog.asking, caller.subject.as_deref()).map(ToolCall::Done);
+        return call_asking(params, &catalog.asking, caller.identity().as_deref()).map(ToolCall::Done);
     }
     match tool.run {
         // Nobody hears how a quick call is going; its progress token must still be one.

@@ -69,8 +69,8 @@ pub struct Session {
     /// Its client sent `notifications/initialized`: the handshake is done, and from now
     /// on it may be asked.
     initialized: bool,
-    /// Who opened it (chapter 18): the subject of the token `initialize` came with.
-    /// Only the same subject may use it; `None` when the server asks for no token.
+    /// Who opened it (chapter 18): the `Caller::identity` of the token `initialize` came
+    /// with. Only the same caller may use it; `None` when the server asks for no token.
     owner: Option<String>,
 }
 
@@ -194,10 +194,10 @@ impl Sessions {
         id
     }
 
-    /// Whether session `id` is open and someone other than `subject` opened it (chapter
+    /// Whether session `id` is open and someone other than `caller` opened it (chapter
     /// 18): to anyone but its owner a session does not exist. Asking is not a use of it.
-    pub fn belongs_to_another(&self, id: &str, subject: Option<&str>) -> bool {
-        lock(&self.open).get(id).is_some_and(|entry| entry.session.owner.as_deref() != subject)
+    pub fn belongs_to_another(&self, id: &str, caller: Option<&str>) -> bool {
+        lock(&self.open).get(id).is_some_and(|entry| entry.session.owner.as_deref() != caller)
     }
 
     /// The open session with this id, now used again; `None` if there is none, or it

@@ -3,9 +3,9 @@
 //!
 //! Every claim has a flag, so that a test can make each kind of token a server must
 //! refuse: expired, not yet valid, for another audience, from another issuer, of
-//! another type, signed with a shared secret. The defaults make a token chapter 18's
-//! transcript accepts. Times are fixed numbers, not "now": the same flags make the same
-//! token on any day, until 2100.
+//! another type, signed with a shared secret, or from a client whose id is a user's
+//! name. The defaults make a token chapter 18's transcript accepts. Times are fixed
+//! numbers, not "now": the same flags make the same token on any day, until 2100.
 
 use clap::Parser;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
@@ -16,6 +16,9 @@ struct Args {
     /// The subject: who the token is for.
     #[arg(long, default_value = "alice")]
     sub: String,
+    /// The client it was issued to (`client_id`).
+    #[arg(long, default_value = "workbook-client")]
+    client_id: String,
     /// The scopes it grants, space-separated.
     #[arg(long, default_value = "mcp:read")]
     scope: String,
@@ -63,7 +66,7 @@ fn main() {
         ("nbf", json!(args.nbf)),
         ("iat", json!(args.nbf)),
         ("jti", json!(format!("{}-{}", args.sub, args.exp))),
-        ("client_id", json!("workbook-client")),
+        ("client_id", json!(args.client_id)),
         ("scope", json!(args.scope)),
     ] {
         claims.insert(name.to_string(), value);
