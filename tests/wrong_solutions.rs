@@ -512,9 +512,7 @@ fn build_all() -> &'static Result<PathBuf, String> {
             .args(if needed.is_empty() { Vec::new() } else { vec!["--features".to_string(), needed.join(",")] })
             .current_dir(&dir);
         let binaries = common::build_in_scratch_target(&mut build);
-        let output = build
-            .output()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        let output = build.output().map_err(|e| format!("cannot run cargo: {e}"))?;
         if !output.status.success() {
             return Err(format!(
                 "the wrong solutions do not build (sources in {}):\n{}",
