@@ -282,7 +282,13 @@ impl Authorization {
         // RFC 9068, section 2.2.3: `scope` is a space-separated list, like OAuth's.
         let scopes = claims.scope.unwrap_or_default().split_whitespace().map(str::to_string).collect();
         let client = claims.client_id.or(claims.azp);
-        let caller = Caller { subject: Some(claims.sub), client, scopes: Some(scopes), address: None, expires: Some(claims.exp) };
+        let caller = Caller {
+            subject: Some(claims.sub),
+            client,
+            scopes: Some(scopes),
+            address: None,
+            expires: Some(claims.exp),
+        };
         self.verified.insert(token, &caller, keys_version);
         Ok(caller)
     }
