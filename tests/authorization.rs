@@ -62,22 +62,27 @@ fn token_of_client(subject: &str, client: &str, scope: &str) -> String {
     sign(&claims, TEST_KEY, "workbook-test-key")
 }
 
+/// A token signed with `pem`, whose claims are `claims` and whose header is ES256,
+/// `at+jwt` and `kid`.
 fn sign(claims: &Value, pem: &[u8], kid: &str) -> String {
-    let mut header = Header::new(Algorithm::ES256);
-    header.typ = Some("at+jwt".into());
-    header.kid = Some(kid.into());
-    encode(&header, claims, &EncodingKey::from_ec_pem(pem).unwrap()).unwrap()
+    sign_with_header(claims, pem, |header| header.kid = Some(kid.into()))
 }
 
-/// A token signed with the test key, whose claims are `claims` and whose header (ES256,
-/// `at+jwt`, the test key's `kid`) `edit` may change: the tokens no authorization server
-/// should issue, which this server must refuse all the same.
+/// A token signed with the test key under its `kid`, whose header `edit` may change:
+/// the tokens no authorization server should issue, which this server must refuse all
+/// the same.
 fn signed(claims: Value, edit: impl FnOnce(&mut Header)) -> String {
+    sign_with_header(&claims, TEST_KEY, |header| {
+        header.kid = Some("workbook-test-key".into());
+        edit(header);
+    })
+}
+
+fn sign_with_header(claims: &Value, pem: &[u8], edit: impl FnOnce(&mut Header)) -> String {
     let mut header = Header::new(Algorithm::ES256);
     header.typ = Some("at+jwt".into());
-    header.kid = Some("workbook-test-key".into());
     edit(&mut header);
-    encode(&header, &claims, &EncodingKey::from_ec_pem(TEST_KEY).unwrap()).unwrap()
+    encode(&header, claims, &EncodingKey::from_ec_pem(pem).unwrap()).unwrap()
 }
 
 /// A tiny authorization server: it answers the paths it was given with their JSON,

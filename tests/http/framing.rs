@@ -258,6 +258,23 @@ fn a_later_http_1_minor_version_is_served_as_http_1_1() {
     assert_eq!(answer.matches("BISMILLAH").count(), 2, "{answer:?}");
 }
 
+/// Served as HTTP/1.1, a later minor version is framed as HTTP/1.1 too: a request with
+/// both `Content-Length` and `Transfer-Encoding` is refused in HTTP/1.5 as in 1.1, its
+/// connection closed, and the server answers the next client.
+#[test]
+fn a_later_minor_version_gets_no_looser_framing() {
+    let server = start(&[]);
+    let smuggling = "POST /mcp HTTP/1.5\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                     Accept: application/json, text/event-stream\r\nContent-Length: 4\r\n\
+                     Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+    let answer = send(server.address, smuggling.as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer:?}");
+    assert!(answer.contains("Connection: close\r\n"), "{answer:?}");
+    assert_eq!(answer.matches("HTTP/1.1 ").count(), 1, "{answer:?}");
+    let next = send(server.address, &post("Connection: close\r\n", PING_ME));
+    assert!(next.starts_with("HTTP/1.1 200 OK\r\n") && next.contains("BISMILLAH"), "{next:?}");
+}
+
 /// RFC 9110, section 5.6.1.2: "a recipient MUST accept lists that satisfy the following
 /// syntax: #element => [ element ] *( OWS "," OWS [ element ] )", empty elements
 /// ignored. `Transfer-Encoding: , chunked` (what a sender that merges two values may
