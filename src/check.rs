@@ -68,7 +68,7 @@ impl Checked<'_> {
         }
     }
 
-    fn title(&self) -> &str {
+    pub fn title(&self) -> &str {
         match &self.outcome {
             Exchanged::Http(outcome) => &outcome.exchange.title,
             Exchanged::Stdio(outcome) => &outcome.exchange.title,

@@ -13,11 +13,14 @@
 //! - [`carry`]: a change made to one chapter's file, merged into the later chapters'.
 //! - [`regions`]: the marked regions of the chapters' files: the book's anchors, the
 //!   exercises' TODOs.
+//! - [`mutants`]: mutation testing of the exercises: the mistakes a participant could
+//!   make in a TODO region, and whether the chapter's check catches each.
 
 pub mod carry;
 pub mod chapters;
 pub mod check;
 pub mod http;
+pub mod mutants;
 pub mod regions;
 pub mod replay;
 pub mod starter;

@@ -12,6 +12,8 @@
 //!                                     into every later chapter's, and rewrite their steps
 //! cargo run -- starter DIR            write the starter (chapter 10) as a new crate in DIR
 //! cargo run -- starter --full DIR     the same from the last chapter: the whole protocol
+//! cargo run -- mutants 7              make each plausible mistake in chapter 7's exercise
+//!                                     regions, one at a time, and say which the check misses
 //! ```
 //!
 //! `check` exits 0 when every exchange matches, 1 when some do not, 2 when it could
@@ -26,6 +28,7 @@ use clap::{Parser, Subcommand};
 use mcp_workbook::carry::{self, Carry};
 use mcp_workbook::chapters::{self, Chapter};
 use mcp_workbook::check::{self, Target};
+use mcp_workbook::mutants;
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::starter;
 use mcp_workbook::steps;
@@ -104,6 +107,19 @@ enum Action {
         #[arg(long)]
         full: bool,
     },
+    /// Mutation testing of the exercises: make, one at a time, each small mistake a
+    /// participant could make in the lines that fill a chapter's TODO regions (a
+    /// statement or match arm left out, a condition forced or missing a part, a
+    /// comparison turned round, a `!` left out), build it in a copy of the workbook
+    /// (`target/mutants/`) and check it as `check N --solution` does. A mutant the check
+    /// passes survived: a mistake no exchange shows. Exits 1 when one survives.
+    Mutants {
+        /// Chapter numbers or names; all chapters when none is given.
+        chapters: Vec<String>,
+        /// Name the mutants only; build and check none.
+        #[arg(long)]
+        list: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -127,6 +143,7 @@ fn main() -> ExitCode {
         Action::Carry { chapter, file, from, dry_run } => {
             with_chapter(&chapter).and_then(|chapter| carry_forward(chapter, &file, &from, dry_run))
         }
+        Action::Mutants { chapters, list } => run_mutants(&chapters, list),
         Action::Starter { dir, name, full } => {
             write_starter(&dir, name.as_deref(), if full { starter::full_chapter() } else { starter::CHAPTER })
         }
@@ -288,6 +305,25 @@ fn write_reporting(path: &Path, old: &str, new: &str) -> Result<(), String> {
     std::fs::write(path, new).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!("{} {}", if new != old { "rewrote" } else { "unchanged:" }, path.display());
     Ok(())
+}
+
+fn run_mutants(queries: &[String], list_only: bool) -> Result<bool, String> {
+    let chosen: Vec<&Chapter> = if queries.is_empty() {
+        chapters::CHAPTERS.iter().filter(|c| c.in_this_build()).collect()
+    } else {
+        queries.iter().map(|q| with_chapter(q)).collect::<Result<_, _>>()?
+    };
+    let mut tallies = Vec::new();
+    for chapter in chosen {
+        tallies.push((chapter, mutants::run(chapter, list_only)?));
+    }
+    if !list_only && tallies.len() > 1 {
+        println!("\n{:<24} {:>7} {:>9} {:>9}", "chapter", "killed", "survived", "unviable");
+        for (chapter, tally) in &tallies {
+            println!("{:<24} {:>7} {:>9} {:>9}", chapter.name, tally.killed, tally.survived, tally.unviable);
+        }
+    }
+    Ok(tallies.iter().all(|(_, tally)| tally.survived == 0))
 }
 
 fn write_starter(dir: &Path, name: Option<&str>, chapter: &str) -> Result<bool, String> {

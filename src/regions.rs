@@ -6,7 +6,9 @@
 //!   (`starter`) leave them out ([`is_anchor_line`], [`without_anchors`]); the book's
 //!   tests read an anchor's lines as mdBook does ([`anchor_region`]).
 //! - **TODO regions**, the exercises': from a line that starts with `// TODO` to the
-//!   next `// END TODO` line, the part a participant writes ([`todo_regions`]).
+//!   next `// END TODO` line, the part a participant writes ([`todo_regions`]). Outside
+//!   them an exercise is its chapter's file, line for line (blank lines aside); inside,
+//!   the chapter has the solution ([`solution_regions`] finds its lines).
 
 use std::ops::RangeInclusive;
 
@@ -65,6 +67,90 @@ pub fn todo_regions(exercise: &str) -> Result<Vec<RangeInclusive<usize>>, String
     }
 }
 
+/// The lines of `solution` (the chapter's file) that fill each TODO region of
+/// `exercise`, in order, as 1-based line numbers: an empty range where the region fills
+/// nothing (the note at the top of an exercise). The two must be the same lines outside
+/// the regions (blank lines aside): the error names the first exercise line that
+/// `solution` does not have where it should.
+///
+/// A pattern match where each region is a wildcard: the lines before the first region
+/// must start `solution`, those after the last must end it, and the runs between follow
+/// in order, each at the first place it fits.
+pub fn solution_regions(exercise: &str, solution: &str) -> Result<Vec<RangeInclusive<usize>>, String> {
+    let regions = todo_regions(exercise)?;
+    if regions.is_empty() {
+        return Err("no TODO region at all".into());
+    }
+    // The exercise's lines outside its regions, as runs: one before the first region,
+    // one between each two, one after the last.
+    let mut runs: Vec<Vec<(usize, &str)>> = vec![Vec::new()];
+    for (number, line) in content_lines(exercise) {
+        match regions.iter().find(|region| region.contains(&number)) {
+            None => runs.last_mut().expect("one run at least").push((number, line)),
+            Some(region) if *region.end() == number => runs.push(Vec::new()),
+            Some(_) => {}
+        }
+    }
+    let solution = content_lines(solution);
+    // How many lines of `run` match `solution` from `at` on.
+    let matching = |run: &[(usize, &str)], at: usize| {
+        run.iter().zip(solution.get(at..).unwrap_or(&[])).take_while(|((_, a), (_, b))| a == b).count()
+    };
+    let differs = |run: &[(usize, &str)], matched: usize| match run.get(matched) {
+        Some((number, line)) => Err(format!("exercise.rs line {number} ({}) is not in the solution there", line.trim())),
+        None => Err("the solution has lines the exercise lacks outside its TODO regions".to_string()),
+    };
+
+    let (first, last) = (&runs[0], &runs[runs.len() - 1]);
+    let matched = matching(first, 0);
+    if matched < first.len() {
+        return differs(first, matched);
+    }
+    let end = solution.len().checked_sub(last.len()).filter(|&end| end >= first.len());
+    let Some(end) = end else { return differs(last, 0) };
+    let matched = matching(last, end);
+    if matched < last.len() {
+        return differs(last, matched);
+    }
+    // Where each run starts in `solution` (as an index into its content lines).
+    let mut starts = vec![0];
+    let mut cursor = first.len();
+    for run in &runs[1..runs.len() - 1] {
+        let fits = |at: &usize| at + run.len() <= end && matching(run, *at) == run.len();
+        match (cursor..=end).find(fits) {
+            Some(at) => {
+                starts.push(at);
+                cursor = at + run.len();
+            }
+            None => {
+                let best = (cursor..=end).map(|at| matching(run, at)).max().unwrap_or(0);
+                return differs(run, best);
+            }
+        }
+    }
+    starts.push(end);
+    // A region fills the content lines from the end of the run before it to the start
+    // of the run after it.
+    let filled = runs.iter().zip(starts.windows(2)).map(|(run, next)| {
+        let (from, to) = (next[0] + run.len(), next[1]);
+        match solution.get(from..to) {
+            Some([(first, _), .., (last, _)]) => *first..=*last,
+            Some([(only, _)]) => *only..=*only,
+            // Nothing fills it: an empty range just after the run before it.
+            _ => {
+                let after = from.checked_sub(1).map_or(1, |i| solution[i].0 + 1);
+                after..=after - 1
+            }
+        }
+    });
+    Ok(filled.collect())
+}
+
+/// The lines of `text` that are not blank, with their 1-based line numbers.
+fn content_lines(text: &str) -> Vec<(usize, &str)> {
+    text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()).map(|(i, line)| (i + 1, line)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +174,25 @@ mod tests {
         assert_eq!(anchor_region("<!-- ANCHOR: x -->\ny\n<!-- ANCHOR_END: x -->\n", "x"), Some(vec!["y"]));
         assert_eq!(anchor_region(text, "tool"), None);
         assert_eq!(anchor_region("// ANCHOR_END: x\n// ANCHOR: x\n", "x"), None, "the end before the start");
+    }
+
+    #[test]
+    fn the_solution_lines_of_each_region_are_found() {
+        let solution = "fn a() {\n    1\n}\n\nfn b() {\n    let x = 2;\n\n    x\n}\n";
+        let exercise = "// TODO(exercise): intro\n// END TODO\nfn a() {\n    1\n}\n\nfn b() {\n    // TODO: two\n    todo!()\n    // END TODO\n}\n";
+        // The note at the top fills nothing; the second region is lines 6 to 8.
+        assert_eq!(solution_regions(exercise, solution), Ok(vec![1..=0, 6..=8]));
+        // A line changed outside the regions is drift.
+        let drifted = exercise.replace("    1", "    3");
+        assert_eq!(
+            solution_regions(&drifted, solution),
+            Err("exercise.rs line 4 (3) is not in the solution there".into())
+        );
+        // So is a line the chapter has and the exercise lost outside its regions.
+        assert!(solution_regions(exercise, &solution.replace("fn a() {", "fn a() {\n    0;")).is_err());
+        // An unclosed region, and an exercise with no region, are mistakes too.
+        assert!(solution_regions("// TODO: x\nfn a() {}\n", "fn a() {}\n").is_err());
+        assert!(solution_regions(solution, solution).is_err());
     }
 
     #[test]

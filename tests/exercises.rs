@@ -59,70 +59,6 @@ fn chapter_passes(name: &str, binary: &str) {
     assert_eq!(passed, total, "{} fails the learner's check:\n{report}", chapter.name);
 }
 
-/// The lines of `text` that are not blank, with their 1-based line numbers.
-fn content_lines(text: &str) -> Vec<(usize, &str)> {
-    text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()).map(|(i, line)| (i + 1, line)).collect()
-}
-
-/// The exercise's lines outside its TODO regions (`regions::todo_regions`), as runs
-/// (one before the first region, one between each two, one after the last).
-fn outside_todos(exercise: &str) -> Result<Vec<Vec<(usize, &str)>>, String> {
-    let regions = regions::todo_regions(exercise)?;
-    if regions.is_empty() {
-        return Err("no TODO region at all".into());
-    }
-    let mut runs = vec![Vec::new()];
-    for (number, line) in content_lines(exercise) {
-        match regions.iter().find(|region| region.contains(&number)) {
-            None => runs.last_mut().unwrap().push((number, line)),
-            Some(region) if *region.end() == number => runs.push(Vec::new()),
-            Some(_) => {}
-        }
-    }
-    Ok(runs)
-}
-
-/// Does `main` read like `exercise` with each TODO region replaced by some lines?
-/// (A pattern match where each region is a wildcard: the first run must start `main`,
-/// the last must end it, the others must follow in order.) The error names the first
-/// exercise line that `main` does not have where it should.
-fn same_outside_todos(exercise: &str, main: &str) -> Result<(), String> {
-    let runs = outside_todos(exercise)?;
-    let main: Vec<&str> = content_lines(main).into_iter().map(|(_, line)| line).collect();
-    // How many lines of `run` match `main` from `at` on.
-    let matching = |run: &[(usize, &str)], at: usize| {
-        run.iter().zip(main.get(at..).unwrap_or(&[])).take_while(|((_, a), b)| a == *b).count()
-    };
-    let differs = |run: &[(usize, &str)], matched: usize| match run.get(matched) {
-        Some((number, line)) => Err(format!("exercise.rs line {number} ({}) is not in main.rs there", line.trim())),
-        None => Err("main.rs has lines the exercise lacks outside its TODO regions".to_string()),
-    };
-
-    let (first, last) = (&runs[0], &runs[runs.len() - 1]);
-    let matched = matching(first, 0);
-    if matched < first.len() {
-        return differs(first, matched);
-    }
-    let end = main.len().checked_sub(last.len()).filter(|&end| end >= first.len());
-    let Some(end) = end else { return differs(last, 0) };
-    let matched = matching(last, end);
-    if matched < last.len() {
-        return differs(last, matched);
-    }
-    let mut cursor = first.len();
-    for run in &runs[1..runs.len() - 1] {
-        let fits = |at: &usize| at + run.len() <= end && matching(run, *at) == run.len();
-        match (cursor..=end).find(fits) {
-            Some(at) => cursor = at + run.len(),
-            None => {
-                let best = (cursor..=end).map(|at| matching(run, at)).max().unwrap_or(0);
-                return differs(run, best);
-            }
-        }
-    }
-    Ok(())
-}
-
 fn exercise_matches_its_chapter(name: &str) {
     let chapter = chapters::find(name).unwrap();
     let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -132,7 +68,7 @@ fn exercise_matches_its_chapter(name: &str) {
     }
     let counterpart = chapter.exercise_counterpart();
     let file = counterpart.file_name().unwrap().to_string_lossy();
-    if let Err(problem) = same_outside_todos(&read(&chapter.exercise_path()), &read(&counterpart)) {
+    if let Err(problem) = regions::solution_regions(&read(&chapter.exercise_path()), &read(&counterpart)) {
         panic!(
             "{}: the exercise must be {file} with only its TODO regions changed, but {problem}.\n\
              A change to {file} goes into exercise.rs too.",
@@ -233,19 +169,4 @@ fn the_workbook_tracks_no_symlinks() {
         .map(|line| line.split('\t').nth(1).unwrap_or(line).to_string())
         .collect();
     assert!(links.is_empty(), "tracked symbolic links (replace each with the file itself): {links:?}");
-}
-
-#[test]
-fn the_todo_matcher_catches_drift() {
-    let main = "fn a() {\n    1\n}\n\nfn b() {\n    2\n}\n";
-    let exercise = "// TODO(exercise): intro\n// END TODO\nfn a() {\n    // TODO: one\n    todo!()\n    // END TODO\n}\n\nfn b() {\n    2\n}\n";
-    assert_eq!(same_outside_todos(exercise, main), Ok(()));
-    // A line changed outside the regions is drift.
-    let drifted = exercise.replace("    2", "    3");
-    assert_eq!(same_outside_todos(&drifted, main), Err("exercise.rs line 10 (3) is not in main.rs there".into()));
-    // So is a line the chapter has and the exercise lost outside its regions.
-    assert!(same_outside_todos(exercise, &main.replace("fn b() {", "fn b() {\n    0;")).is_err());
-    // An unclosed region, and an exercise with no region, are mistakes too.
-    assert!(same_outside_todos("// TODO: x\nfn a() {}\n", "fn a() {}\n").is_err());
-    assert!(same_outside_todos(main, main).is_err());
 }
