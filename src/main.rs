@@ -112,7 +112,9 @@ enum Action {
     /// statement or match arm left out, a condition forced or missing a part, a
     /// comparison turned round, a `!` left out), build it in a copy of the workbook
     /// (`target/mutants/`) and check it as `check N --solution` does. A mutant the check
-    /// passes survived: a mistake no exchange shows. Exits 1 when one survives.
+    /// passes survived: a mistake no exchange shows. Exits 1 when one survives that
+    /// `tests/mutants-survivors.txt` does not explain, or when an explanation there has
+    /// no survivor left.
     Mutants {
         /// Chapter numbers or names; all chapters when none is given.
         chapters: Vec<String>,
@@ -313,17 +315,22 @@ fn run_mutants(queries: &[String], list_only: bool) -> Result<bool, String> {
     } else {
         queries.iter().map(|q| with_chapter(q)).collect::<Result<_, _>>()?
     };
+    let path = chapters::workbook_root().join(mutants::SURVIVORS_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let explained = mutants::explained(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut tallies = Vec::new();
     for chapter in chosen {
-        tallies.push((chapter, mutants::run(chapter, list_only)?));
+        tallies.push((chapter, mutants::run(chapter, &explained, list_only)?));
     }
     if !list_only && tallies.len() > 1 {
-        println!("\n{:<24} {:>7} {:>9} {:>9}", "chapter", "killed", "survived", "unviable");
-        for (chapter, tally) in &tallies {
-            println!("{:<24} {:>7} {:>9} {:>9}", chapter.name, tally.killed, tally.survived, tally.unviable);
+        println!("\n{:<24} {:>7} {:>9} {:>10} {:>9}", "chapter", "killed", "survived", "explained", "unviable");
+        for (chapter, t) in &tallies {
+            let survived = t.survived + t.explained;
+            println!("{:<24} {:>7} {:>9} {:>10} {:>9}", chapter.name, t.killed, survived, t.explained, t.unviable);
         }
     }
-    Ok(tallies.iter().all(|(_, tally)| tally.survived == 0))
+    // Done when every survivor is explained, and every explanation still needed.
+    Ok(tallies.iter().all(|(_, tally)| tally.survived == 0 && tally.stale == 0))
 }
 
 fn write_starter(dir: &Path, name: Option<&str>, chapter: &str) -> Result<bool, String> {

@@ -35,6 +35,8 @@ pub struct Mutant {
     pub line: usize,
     /// What the mistake is, in a few words.
     pub what: String,
+    /// The line it changes first, as written (without its indentation).
+    pub on: String,
     /// The file's text with the mistake in it.
     pub text: String,
 }
@@ -43,8 +45,56 @@ pub struct Mutant {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Tally {
     pub killed: usize,
+    /// Survivors no entry of the survivors' file explains.
     pub survived: usize,
+    /// Survivors it explains.
+    pub explained: usize,
     pub unviable: usize,
+    /// Entries of the survivors' file for this chapter that no survivor matches any more.
+    pub stale: usize,
+}
+
+/// Where the survivors that are meant to survive are explained.
+pub const SURVIVORS_FILE: &str = "tests/mutants-survivors.txt";
+
+/// A mutant that survives by design, and why: an entry of [`SURVIVORS_FILE`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained {
+    pub chapter: String,
+    /// The mutant's [`Mutant::what`] and [`Mutant::on`].
+    pub what: String,
+    pub on: String,
+    pub because: String,
+}
+
+/// Read [`SURVIVORS_FILE`]'s entries: each a line `chapter: what`, then the indented lines
+/// `on: <the line it changes>` and `because: <why no exchange can see it>`. Blank lines and
+/// lines starting with `#` are left out.
+pub fn explained(text: &str) -> Result<Vec<Explained>, String> {
+    let mut entries: Vec<Explained> = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if !line.starts_with(' ') {
+            let (chapter, what) = line.split_once(": ").ok_or(format!("line {number}: not `chapter: what`"))?;
+            let entry =
+                Explained { chapter: chapter.into(), what: what.into(), on: String::new(), because: String::new() };
+            entries.push(entry);
+            continue;
+        }
+        let entry = entries.last_mut().ok_or(format!("line {number}: an indented line before any entry"))?;
+        match line.trim().split_once(": ") {
+            Some(("on", on)) => entry.on = on.to_string(),
+            Some(("because", because)) => entry.because = because.to_string(),
+            _ => return Err(format!("line {number}: neither `on: ` nor `because: `")),
+        }
+    }
+    match entries.iter().find(|e| e.on.is_empty() || e.because.is_empty()) {
+        Some(e) => Err(format!("the entry `{}: {}` needs both `on: ` and `because: `", e.chapter, e.what)),
+        None => Ok(entries),
+    }
 }
 
 /// Every mutant of `source` whose change lies inside one of `lines` (1-based line
@@ -216,13 +266,17 @@ impl<'a> Code<'a> {
     fn without_lines(&self, first: usize, last: usize, what: String) -> Mutant {
         let (start, end) = (self.lines[first - 1].0, self.lines[last - 1].1);
         let end = (end + 1).min(self.source.len()); // and the last line's newline
-        Mutant { line: first, what, text: format!("{}{}", &self.source[..start], &self.source[end..]) }
+        let (on, text) =
+            (self.text(first).trim().to_string(), format!("{}{}", &self.source[..start], &self.source[end..]));
+        Mutant { line: first, what, on, text }
     }
 
     /// `source` with the bytes `start..end` replaced by `with`.
     fn replaced(&self, start: usize, end: usize, with: &str, what: String) -> Mutant {
         let line = self.source[..start].matches('\n').count() + 1;
-        Mutant { line, what, text: format!("{}{with}{}", &self.source[..start], &self.source[end..]) }
+        let (on, text) =
+            (self.text(line).trim().to_string(), format!("{}{with}{}", &self.source[..start], &self.source[end..]));
+        Mutant { line, what, on, text }
     }
 
     /// The mutants of each `if` condition that starts on line `number`: always true, never
@@ -240,10 +294,20 @@ impl<'a> Code<'a> {
             let has_let = parts.iter().any(|(s, e)| condition[*s..*e].trim_start().starts_with("let "));
             let source_condition = &self.source[start..end];
             if !has_let {
-                found.push(self.replaced(start, end, "true", format!("`if {}` always true", first_words(source_condition))));
+                found.push(self.replaced(
+                    start,
+                    end,
+                    "true",
+                    format!("`if {}` always true", first_words(source_condition)),
+                ));
                 let after_body = self.block_end(body).map(|close| self.view[close + 1..].trim_start());
                 if after_body.is_some_and(|rest| rest.starts_with("else")) {
-                    found.push(self.replaced(start, end, "false", format!("`if {}` never true", first_words(source_condition))));
+                    found.push(self.replaced(
+                        start,
+                        end,
+                        "false",
+                        format!("`if {}` never true", first_words(source_condition)),
+                    ));
                 }
             }
             if parts.len() > 1 {
@@ -279,9 +343,9 @@ impl<'a> Code<'a> {
         let mut depth = 0i32;
         for i in from..bytes.len() {
             match bytes[i] {
-                b'{' if depth == 0 => return Some((from, trim_end_at(&self.view, from, i), i)),
+                b'{' if depth == 0 => return Some((from, trim_end_at(self.source, from, i), i)),
                 b'=' if depth == 0 && bytes.get(i + 1) == Some(&b'>') => {
-                    return Some((from, trim_end_at(&self.view, from, i), i));
+                    return Some((from, trim_end_at(self.source, from, i), i));
                 }
                 b'(' | b'[' | b'{' => depth += 1,
                 b')' | b']' | b'}' => {
@@ -332,7 +396,8 @@ impl<'a> Code<'a> {
         let code = &self.view[line_start..line_end];
         let mut found = Vec::new();
         for (operator, turns) in TURNS {
-            for (at, _) in code.match_indices(operator) {
+            let found_here: Vec<usize> = code.match_indices(operator).map(|(at, _)| at).collect();
+            for (nth, &at) in found_here.iter().enumerate() {
                 // `||` opens a closure where no operand comes before it.
                 let before = code[..at].trim_end();
                 if *operator == " || " && (before.ends_with(['(', ',', '=', '|']) || before.ends_with("move")) {
@@ -340,7 +405,10 @@ impl<'a> Code<'a> {
                 }
                 for turn in *turns {
                     let start = line_start + at;
-                    let what = format!("`{}` for `{}`", turn.trim(), operator.trim());
+                    // Which one, when the line has more than one.
+                    let which =
+                        if found_here.len() > 1 { format!(" (the {})", ordinal(nth + 1)) } else { String::new() };
+                    let what = format!("`{}` for `{}`{which}", turn.trim(), operator.trim());
                     found.push(self.replaced(start, start + operator.len(), turn, what));
                 }
             }
@@ -394,6 +462,18 @@ fn split_top_level(condition: &str) -> Vec<(usize, usize)> {
 /// Where the text from `from` to `end` ends once trailing white space is left out.
 fn trim_end_at(text: &str, from: usize, end: usize) -> usize {
     from + text[from..end].trim_end().len()
+}
+
+/// `1st`, `2nd`, `3rd`, `4th`, ...
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 fn is_word(byte: u8) -> bool {
@@ -470,8 +550,9 @@ fn blank_non_code(source: &str) -> String {
 }
 
 /// Run every mutant of `chapter`'s exercise regions (or, with `list_only`, only name
-/// them), printing one line each and a summary.
-pub fn run(chapter: &Chapter, list_only: bool) -> Result<Tally, String> {
+/// them), printing one line each and a summary. A survivor that an entry of `explained`
+/// names is counted apart, with its reason.
+pub fn run(chapter: &Chapter, explained: &[Explained], list_only: bool) -> Result<Tally, String> {
     let read = |path: &Path| fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()));
     let counterpart = chapter.exercise_counterpart();
     let solution = read(&counterpart)?;
@@ -500,11 +581,14 @@ pub fn run(chapter: &Chapter, list_only: bool) -> Result<Tally, String> {
     };
     match check(&solution)? {
         Some(failed) if failed.is_empty() => {}
-        Some(failed) => return Err(format!("the chapter itself fails its check ({}): fix that first", failed.join("; "))),
+        Some(failed) => {
+            return Err(format!("the chapter itself fails its check ({}): fix that first", failed.join("; ")));
+        }
         None => return Err(format!("{} does not build in {}", chapter.name, copy.tree.display())),
     }
 
     let mut tally = Tally::default();
+    let mut survivors: Vec<&Mutant> = Vec::new();
     for mutant in &mutants {
         let started = Instant::now();
         let outcome = check(&mutant.text);
@@ -515,24 +599,48 @@ pub fn run(chapter: &Chapter, list_only: bool) -> Result<Tally, String> {
                 "unviable".to_string()
             }
             Some(failed) if failed.is_empty() => {
-                tally.survived += 1;
-                "SURVIVED".to_string()
+                survivors.push(mutant);
+                let reason =
+                    explained.iter().find(|e| e.chapter == chapter.name && e.what == mutant.what && e.on == mutant.on);
+                match reason {
+                    Some(reason) => {
+                        tally.explained += 1;
+                        format!("survived, as explained: {}", reason.because)
+                    }
+                    None => {
+                        tally.survived += 1;
+                        "SURVIVED".to_string()
+                    }
+                }
             }
             Some(failed) => {
                 tally.killed += 1;
-                format!("killed by \"{}\"{}", failed[0], if failed.len() > 1 { format!(" and {} more", failed.len() - 1) } else { String::new() })
+                format!(
+                    "killed by \"{}\"{}",
+                    failed[0],
+                    if failed.len() > 1 { format!(" and {} more", failed.len() - 1) } else { String::new() }
+                )
             }
         };
         println!("  {file}:{:<5} {:<60} {verdict} ({seconds:.0} s)", mutant.line, mutant.what);
     }
     fs::write(&in_copy, &solution).map_err(|e| e.to_string())?;
+    // An explanation whose mutant is gone (killed now, or the code changed) is one to delete.
+    for entry in explained.iter().filter(|e| e.chapter == chapter.name) {
+        if !survivors.iter().any(|m| m.what == entry.what && m.on == entry.on) {
+            tally.stale += 1;
+            println!("  {SURVIVORS_FILE} explains a mutant that does not survive: `{}` on `{}`", entry.what, entry.on);
+        }
+    }
     println!(
-        "{}: {} killed, {} survived, {} unviable (of {})",
+        "{}: {} killed, {} survived ({} of them explained), {} unviable (of {}){}",
         chapter.name,
         tally.killed,
-        tally.survived,
+        tally.survived + tally.explained,
+        tally.explained,
         tally.unviable,
-        mutants.len()
+        mutants.len(),
+        if tally.stale > 0 { format!("; {} explanations stale", tally.stale) } else { String::new() }
     );
     Ok(tally)
 }
@@ -670,6 +778,31 @@ mod tests {
         );
         let without_b = &mutants(source, &[7..=9])[0].text;
         assert!(without_b.contains("\"a\": 1,\n        \"d\": 2"), "{without_b}");
+    }
+
+    #[test]
+    fn a_condition_may_end_in_a_string_and_repeat_an_operator() {
+        let source =
+            "fn f(t: &str) -> bool {\n    if t != \"a\" && t != \"b\" {\n        return false;\n    }\n    true\n}\n";
+        let found = whats(source, 2..=4);
+        assert!(found.contains(&"2: `if t != \"a\" && t != \"b\"` always true".to_string()), "{found:?}");
+        assert!(found.contains(&"2: condition without `t != \"b\"`".to_string()), "{found:?}");
+        assert!(found.contains(&"2: `==` for `!=` (the 2nd)".to_string()), "{found:?}");
+    }
+
+    #[test]
+    fn the_survivors_file_says_what_where_and_why() {
+        let text = "# comment\n\nch01-envelope: `!` left out\n    on: if !x {\n    because: no tool shows it\n";
+        let entry = Explained {
+            chapter: "ch01-envelope".into(),
+            what: "`!` left out".into(),
+            on: "if !x {".into(),
+            because: "no tool shows it".into(),
+        };
+        assert_eq!(explained(text), Ok(vec![entry]));
+        assert!(explained("ch01-envelope: `!` left out\n    on: if !x {\n").is_err(), "no reason given");
+        assert!(explained("    on: x\n").is_err());
+        assert!(explained("no colon here\n").is_err());
     }
 
     #[test]

@@ -97,7 +97,9 @@ pub fn solution_regions(exercise: &str, solution: &str) -> Result<Vec<RangeInclu
         run.iter().zip(solution.get(at..).unwrap_or(&[])).take_while(|((_, a), (_, b))| a == b).count()
     };
     let differs = |run: &[(usize, &str)], matched: usize| match run.get(matched) {
-        Some((number, line)) => Err(format!("exercise.rs line {number} ({}) is not in the solution there", line.trim())),
+        Some((number, line)) => {
+            Err(format!("exercise.rs line {number} ({}) is not in the solution there", line.trim()))
+        }
         None => Err("the solution has lines the exercise lacks outside its TODO regions".to_string()),
     };
 
@@ -181,7 +183,7 @@ mod tests {
         let solution = "fn a() {\n    1\n}\n\nfn b() {\n    let x = 2;\n\n    x\n}\n";
         let exercise = "// TODO(exercise): intro\n// END TODO\nfn a() {\n    1\n}\n\nfn b() {\n    // TODO: two\n    todo!()\n    // END TODO\n}\n";
         // The note at the top fills nothing; the second region is lines 6 to 8.
-        assert_eq!(solution_regions(exercise, solution), Ok(vec![1..=0, 6..=8]));
+        assert_eq!(solution_regions(exercise, solution), Ok(vec![RangeInclusive::new(1, 0), 6..=8]));
         // A line changed outside the regions is drift.
         let drifted = exercise.replace("    1", "    3");
         assert_eq!(
