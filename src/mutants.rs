@@ -240,10 +240,20 @@ impl<'a> Code<'a> {
             let has_let = parts.iter().any(|(s, e)| condition[*s..*e].trim_start().starts_with("let "));
             let source_condition = &self.source[start..end];
             if !has_let {
-                found.push(self.replaced(start, end, "true", format!("`if {}` always true", first_words(source_condition))));
+                found.push(self.replaced(
+                    start,
+                    end,
+                    "true",
+                    format!("`if {}` always true", first_words(source_condition)),
+                ));
                 let after_body = self.block_end(body).map(|close| self.view[close + 1..].trim_start());
                 if after_body.is_some_and(|rest| rest.starts_with("else")) {
-                    found.push(self.replaced(start, end, "false", format!("`if {}` never true", first_words(source_condition))));
+                    found.push(self.replaced(
+                        start,
+                        end,
+                        "false",
+                        format!("`if {}` never true", first_words(source_condition)),
+                    ));
                 }
             }
             if parts.len() > 1 {
@@ -500,7 +510,9 @@ pub fn run(chapter: &Chapter, list_only: bool) -> Result<Tally, String> {
     };
     match check(&solution)? {
         Some(failed) if failed.is_empty() => {}
-        Some(failed) => return Err(format!("the chapter itself fails its check ({}): fix that first", failed.join("; "))),
+        Some(failed) => {
+            return Err(format!("the chapter itself fails its check ({}): fix that first", failed.join("; ")));
+        }
         None => return Err(format!("{} does not build in {}", chapter.name, copy.tree.display())),
     }
 
@@ -520,7 +532,11 @@ pub fn run(chapter: &Chapter, list_only: bool) -> Result<Tally, String> {
             }
             Some(failed) => {
                 tally.killed += 1;
-                format!("killed by \"{}\"{}", failed[0], if failed.len() > 1 { format!(" and {} more", failed.len() - 1) } else { String::new() })
+                format!(
+                    "killed by \"{}\"{}",
+                    failed[0],
+                    if failed.len() > 1 { format!(" and {} more", failed.len() - 1) } else { String::new() }
+                )
             }
         };
         println!("  {file}:{:<5} {:<60} {verdict} ({seconds:.0} s)", mutant.line, mutant.what);

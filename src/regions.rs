@@ -97,7 +97,9 @@ pub fn solution_regions(exercise: &str, solution: &str) -> Result<Vec<RangeInclu
         run.iter().zip(solution.get(at..).unwrap_or(&[])).take_while(|((_, a), (_, b))| a == b).count()
     };
     let differs = |run: &[(usize, &str)], matched: usize| match run.get(matched) {
-        Some((number, line)) => Err(format!("exercise.rs line {number} ({}) is not in the solution there", line.trim())),
+        Some((number, line)) => {
+            Err(format!("exercise.rs line {number} ({}) is not in the solution there", line.trim()))
+        }
         None => Err("the solution has lines the exercise lacks outside its TODO regions".to_string()),
     };
 
