@@ -182,8 +182,10 @@ mod tests {
     fn the_solution_lines_of_each_region_are_found() {
         let solution = "fn a() {\n    1\n}\n\nfn b() {\n    let x = 2;\n\n    x\n}\n";
         let exercise = "// TODO(exercise): intro\n// END TODO\nfn a() {\n    1\n}\n\nfn b() {\n    // TODO: two\n    todo!()\n    // END TODO\n}\n";
-        // The note at the top fills nothing; the second region is lines 6 to 8.
-        assert_eq!(solution_regions(exercise, solution), Ok(vec![1..=0, 6..=8]));
+        // The note at the top fills nothing (an empty range at line 1); the second region
+        // is lines 6 to 8.
+        let nothing = std::ops::RangeInclusive::new(1, 0);
+        assert_eq!(solution_regions(exercise, solution), Ok(vec![nothing, 6..=8]));
         // A line changed outside the regions is drift.
         let drifted = exercise.replace("    1", "    3");
         assert_eq!(
