@@ -1,6 +1,12 @@
 //! What every tool definition in every transcript must satisfy. The transcripts are
 //! proven equal to the wire by `tests/transcripts.rs`, so checking the definitions
-//! they record checks the definitions the servers send.
+//! they record checks the definitions the servers send. One test asks the servers
+//! themselves, for the tools a transcript does not list.
+
+use std::io::Write;
+
+#[macro_use]
+mod common;
 
 use mcp_workbook::chapters::CHAPTERS;
 use mcp_workbook::transcript::{self, Transcript};
@@ -177,50 +183,164 @@ fn the_argument_checker_agrees_with_a_json_schema_validator() {
     assert!(compared >= 10, "expected calls to compare, found {compared}");
 }
 
-/// JSON Schema keywords chapter 5's argument checker does not know. It checks
-/// `required`, `additionalProperties: false` and, per property, `type`, `enum`,
-/// `minimum` and `maximum`, and passes over every other keyword: one of these in an
-/// `inputSchema` would go unchecked, silently (chapter 5, *The tool layer*).
-#[rustfmt::skip]
-const UNCHECKED_KEYWORDS: &[&str] = &[
-    "maxLength", "minLength", "pattern", "format", "items", "prefixItems", "minItems", "maxItems", "uniqueItems",
-    "contains", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "const", "oneOf", "anyOf", "allOf", "not",
-    "if", "then", "else", "$ref", "$defs", "minProperties", "maxProperties", "patternProperties", "propertyNames",
-    "dependentRequired", "dependentSchemas", "unevaluatedProperties",
-];
+/// What chapter 5's argument checker reads of an `inputSchema` (`check_arguments`): at
+/// the top, `required` and `additionalProperties: false`; in each property, `type`,
+/// `enum`, `minimum` and `maximum`. It passes over every other keyword, so any other
+/// would go unchecked, silently (chapter 5, *The tool layer*).
+const CHECKED_AT_THE_TOP: &[&str] = &["type", "properties", "required", "additionalProperties"];
+const CHECKED_IN_A_PROPERTY: &[&str] = &["type", "enum", "minimum", "maximum"];
+/// Words for the model, which no validator checks: these may stand anywhere.
+const ANNOTATIONS: &[&str] = &["title", "description", "default", "examples"];
+/// The types `has_type` knows; another would pass every value.
+const KNOWN_TYPES: &[&str] = &["number", "integer", "string", "boolean", "object", "array", "null"];
 
-/// Chapter 5's page says the checker is sound because no schema the server writes uses a
-/// keyword it does not know. Every `inputSchema` in every chapter's source from chapter
-/// 5 on, read as text (a schema may name the chapter's constants, so it is not JSON).
-#[test]
-fn no_input_schema_uses_a_keyword_the_checker_does_not_know() {
-    let mut problems = Vec::new();
-    for chapter in CHAPTERS.iter().filter(|chapter| chapter.number >= 5) {
-        for file in chapter.source_files().unwrap() {
-            let source = std::fs::read_to_string(chapter.folder().join(&file)).unwrap();
-            for (at, _) in source.match_indices("\"inputSchema\": {") {
-                let block = braced(&source[at + "\"inputSchema\": ".len()..]);
-                for keyword in UNCHECKED_KEYWORDS {
-                    if block.contains(&format!("\"{keyword}\":")) {
-                        problems.push(format!("{}/{file}: an inputSchema uses `{keyword}`", chapter.name));
-                    }
-                }
+/// What of `schema` the checker would not check: a keyword it does not read, at the top
+/// or in a property (a nested object's `properties` among them), a `type` given as a
+/// list or not one it knows, `additionalProperties` given a schema, and values of the
+/// keywords it reads that are not of the form it reads.
+fn unchecked_parts(schema: &Value) -> Vec<String> {
+    let mut unchecked = Vec::new();
+    let Some(root) = schema.as_object() else { return vec!["the schema is not an object".to_string()] };
+    for key in
+        root.keys().filter(|key| !CHECKED_AT_THE_TOP.contains(&key.as_str()) && !ANNOTATIONS.contains(&key.as_str()))
+    {
+        unchecked.push(format!("`{key}` at the top"));
+    }
+    if root.get("type") != Some(&Value::from("object")) {
+        unchecked.push("the top is not `\"type\": \"object\"`".to_string());
+    }
+    if root.get("additionalProperties").is_some_and(|value| !value.is_boolean()) {
+        unchecked.push("`additionalProperties` is a schema, not `false`".to_string());
+    }
+    if root
+        .get("required")
+        .is_some_and(|required| !required.as_array().is_some_and(|names| names.iter().all(Value::is_string)))
+    {
+        unchecked.push("`required` is not a list of names".to_string());
+    }
+    let properties = match root.get("properties") {
+        None => return unchecked,
+        Some(Value::Object(properties)) => properties,
+        Some(_) => {
+            unchecked.push("`properties` is not an object".to_string());
+            return unchecked;
+        }
+    };
+    for (name, property) in properties {
+        let Some(property) = property.as_object() else {
+            unchecked.push(format!("`{name}` is not a schema object"));
+            continue;
+        };
+        for key in property
+            .keys()
+            .filter(|key| !CHECKED_IN_A_PROPERTY.contains(&key.as_str()) && !ANNOTATIONS.contains(&key.as_str()))
+        {
+            unchecked.push(format!("`{name}`: `{key}`"));
+        }
+        if property.get("type").is_some_and(|kind| !kind.as_str().is_some_and(|kind| KNOWN_TYPES.contains(&kind))) {
+            unchecked.push(format!("`{name}`: a `type` that is not one type name"));
+        }
+        if property.get("enum").is_some_and(|allowed| !allowed.is_array()) {
+            unchecked.push(format!("`{name}`: `enum` is not a list"));
+        }
+        for bound in ["minimum", "maximum"] {
+            if property.get(bound).is_some_and(|value| !value.is_number()) {
+                unchecked.push(format!("`{name}`: `{bound}` is not a number"));
             }
+        }
+    }
+    unchecked
+}
+
+/// Every tool a chapter's server lists, asked on the wire with every tool switched on
+/// (`--demo-faults`), all pages of the list.
+fn tools_served(binary: &str) -> Vec<Value> {
+    let server = common::start(binary, &["--demo-faults"]);
+    let mut stream = common::raw::connect(server.address);
+    let (mut tools, mut cursor) = (Vec::new(), None::<Value>);
+    loop {
+        let params = match &cursor {
+            Some(cursor) => serde_json::json!({ "cursor": cursor }),
+            None => serde_json::json!({}),
+        };
+        let body =
+            serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params }).to_string();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(format!("{head}{body}").as_bytes()).unwrap();
+        let answer: Value = serde_json::from_str(&common::raw::read_answer(&mut stream).body).unwrap();
+        tools.extend(
+            answer["result"]["tools"].as_array().unwrap_or_else(|| panic!("{binary}: {answer}")).iter().cloned(),
+        );
+        cursor = answer["result"].get("nextCursor").cloned();
+        if cursor.is_none() {
+            return tools;
+        }
+    }
+}
+
+/// Chapter 5's page says the checker is sound because no schema the server writes uses
+/// anything it does not check. Every `inputSchema` every chapter from 5 on serves, walked
+/// as JSON: each keyword, at the top and in each property, must be one the checker
+/// reads, or an annotation. And the server must list as many tools as its source writes
+/// input schemas, so that none escapes the walk.
+#[test]
+fn every_input_schema_uses_only_what_the_checker_checks() {
+    let mut problems = Vec::new();
+    let chapters = CHAPTERS.iter().filter(|chapter| chapter.number >= 5 && chapter.in_this_build());
+    for (chapter, binary) in chapters.zip(common::chapter_binaries_from(5)) {
+        let tools = tools_served(&binary);
+        for tool in &tools {
+            let name = tool["name"].as_str().unwrap_or("");
+            for part in unchecked_parts(&tool["inputSchema"]) {
+                problems.push(format!("{}: {name}: {part}", chapter.name));
+            }
+        }
+        let written: usize = chapter
+            .source_files()
+            .unwrap()
+            .iter()
+            .map(|file| {
+                std::fs::read_to_string(chapter.folder().join(file)).unwrap().matches("\"inputSchema\":").count()
+            })
+            .sum();
+        if tools.len() != written {
+            problems.push(format!(
+                "{}: its source writes {written} input schemas, it lists {} tools",
+                chapter.name,
+                tools.len()
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// The text from `text`'s first `{` to the brace that closes it.
-fn braced(text: &str) -> &str {
-    let mut depth = 0;
-    for (at, character) in text.char_indices() {
-        match character {
-            '{' => depth += 1,
-            '}' if depth == 1 => return &text[..=at],
-            '}' => depth -= 1,
-            _ => {}
-        }
-    }
-    text
+#[test]
+fn the_walk_finds_what_the_checker_would_pass_over() {
+    let flat = serde_json::json!({
+        "type": "object",
+        "properties": {"hours": {"type": "number", "minimum": 0, "maximum": 24, "description": "Hours"}},
+        "required": ["hours"],
+        "additionalProperties": false
+    });
+    assert!(unchecked_parts(&flat).is_empty(), "{:?}", unchecked_parts(&flat));
+    let nested = serde_json::json!({
+        "type": "object",
+        "properties": {"shift": {"type": "object", "properties": {"start": {"type": "string"}}, "required": ["start"]}}
+    });
+    assert_eq!(unchecked_parts(&nested), ["`shift`: `properties`", "`shift`: `required`"]);
+    let listed_type = serde_json::json!({"type": "object", "properties": {"rate": {"type": ["number", "null"]}}});
+    assert_eq!(unchecked_parts(&listed_type), ["`rate`: a `type` that is not one type name"]);
+    let open =
+        serde_json::json!({"type": "object", "additionalProperties": {"type": "string"}, "dependentRequired": {}});
+    assert_eq!(
+        unchecked_parts(&open),
+        ["`dependentRequired` at the top", "`additionalProperties` is a schema, not `false`"]
+    );
+    let pattern =
+        serde_json::json!({"type": "object", "properties": {"id": {"type": "string", "pattern": "^[0-9]+$"}}});
+    assert_eq!(unchecked_parts(&pattern), ["`id`: `pattern`"]);
 }

@@ -743,7 +743,10 @@ fn bearer_token(request: &Request) -> Option<&str> {
 
 /// Compare two secrets in time that does not depend on where they first differ, so
 /// that timing the 401s cannot reveal the token a byte at a time. (The time does
-/// depend on the expected token's length, which is not the secret.)
+/// depend on the expected token's length, which is not the secret.) `black_box` keeps
+/// the compiler from turning the loop back into an early return in practice, but Rust
+/// promises that only on a best-effort basis: a precaution, not a proof; a long random
+/// token is what makes guessing hopeless.
 fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     let mut difference = given.len() ^ expected.len();
     for (i, byte) in expected.iter().enumerate() {
@@ -828,7 +831,9 @@ impl RateLimit {
 /// token, when set, is the same for every client), so a caller is the address its
 /// connection comes from: all the clients on this machine are one caller, 127.0.0.1,
 /// and behind a reverse proxy every client is the proxy. This is the one function to
-/// change once callers sign in: key the share by who they are, the token's subject.
+/// change once callers sign in: key the share by who they are, the token's subject
+/// together with the client it was issued to (chapter 18's `Caller::identity`); a
+/// subject alone may name a client as well as a user.
 fn caller(request: &Request) -> String {
     request.peer.to_string()
 }

@@ -119,7 +119,10 @@ fn bearer_token(request: &Request) -> Option<&str> {
 
 /// Compare two secrets in time that does not depend on where they first differ, so
 /// that timing the 401s cannot reveal the token a byte at a time. (The time does
-/// depend on the expected token's length, which is not the secret.)
+/// depend on the expected token's length, which is not the secret.) `black_box` keeps
+/// the compiler from turning the loop back into an early return in practice, but Rust
+/// promises that only on a best-effort basis: a precaution, not a proof; a long random
+/// token is what makes guessing hopeless.
 fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     let mut difference = given.len() ^ expected.len();
     for (i, byte) in expected.iter().enumerate() {

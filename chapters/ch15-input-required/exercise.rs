@@ -39,7 +39,8 @@ const STATE_TTL_SECS: u64 = 600;
 /// Who asked, as a state records it. Nobody is authenticated here: a bearer token
 /// (chapter 7) is one secret every client shares, and a client's `clientInfo` is its own
 /// claim, which no security decision may rest on. So every state says `anyone`. With
-/// authorization a state names the token's subject, and another subject's is refused.
+/// authorization (chapter 18) a state names the caller, the token's subject and client,
+/// and another caller's is refused.
 const PRINCIPAL: &str = "anyone";
 /// The most used states remembered at once (`UsedStates`): some 10,000 approvals in ten
 /// minutes, a few hundred kilobytes.

@@ -80,7 +80,9 @@ impl RateLimit {
 /// token, when set, is the same for every client), so a caller is the address its
 /// connection comes from: all the clients on this machine are one caller, 127.0.0.1,
 /// and behind a reverse proxy every client is the proxy. This is the one function to
-/// change once callers sign in: key the share by who they are, the token's subject.
+/// change once callers sign in: key the share by who they are, the token's subject
+/// together with the client it was issued to (chapter 18's `Caller::identity`); a
+/// subject alone may name a client as well as a user.
 pub fn caller(request: &Request) -> String {
     request.peer.to_string()
 }
