@@ -18,8 +18,10 @@ use crate::mcp::{DEFAULT_LOG_LEVEL, Level, ServerInfo, ToolResult, lock, run_too
 use crate::modern::{LOG_LEVEL_KEY, complete, request_meta};
 
 // ANCHOR: call
-/// The longest a long call may run. Then it stops, and its client gets an error
-/// instead of a result: a stuck tool cannot hold a thread and a connection forever.
+/// The longest a long call may run. Past it, `wait` says stop, `progress` and `log`
+/// send nothing, and the client gets an error instead of a result: a tool that checks
+/// cannot hold a thread and a connection forever. A step that blocks between checks
+/// (a query, a read from a socket) needs a timeout of its own.
 pub const MAX_CALL_TIME: Duration = Duration::from_secs(60);
 
 /// How often a call that waits looks whether it should stop.

@@ -170,9 +170,11 @@ pub fn subscription(
 /// the token it was opened with expires).
 pub fn open_stream(request: &Request, sessions: &'static Sessions, lasts: Duration) -> Response {
     // A stream is a session's: a GET in none is a request that needs a session id and
-    // lacks one, `400`, as the spec asks of "requests without an `MCP-Session-Id` header"
-    // (Session Management) and as the official SDKs answer. Not `405`: its `Allow` would
-    // have to list GET, which this endpoint serves, and contradict it.
+    // lacks one, `400`, by analogy with the spec's answer to "requests without an
+    // `MCP-Session-Id` header" from servers that require one (Session Management), and as
+    // the official SDKs answer (a workbook choice: this server requires a session only
+    // here). Not `405`: its `Allow` would have to list GET, which this endpoint serves,
+    // and contradict it.
     let Some(id) = request.header("Mcp-Session-Id") else {
         return refusal(400, "Bad Request: GET opens a session's own stream; send its `Mcp-Session-Id`");
     };
@@ -195,7 +197,7 @@ pub fn open_stream(request: &Request, sessions: &'static Sessions, lasts: Durati
     };
     let id = id.to_string();
     Response::stream(200, "text/event-stream", move |writer| {
-        // However it ends (the session ended: DELETE, idle, made room), the session may
+        // However it ends (the session ended: DELETE, or made room), the session may
         // open another.
         relay(writer, &messages, lasts);
         sessions.stop_listening(&id, number);
