@@ -625,6 +625,17 @@ pub fn run(chapter: &Chapter, explained: &[Explained], list_only: bool) -> Resul
         println!("  {file}:{:<5} {:<60} {verdict} ({seconds:.0} s)", mutant.line, mutant.what);
     }
     fs::write(&in_copy, &solution).map_err(|e| e.to_string())?;
+    // A survivor unexplained: an exchange to add, or an entry to write (this one, with its reason).
+    let unexplained: Vec<&&Mutant> = survivors
+        .iter()
+        .filter(|m| !explained.iter().any(|e| e.chapter == chapter.name && e.what == m.what && e.on == m.on))
+        .collect();
+    if !unexplained.is_empty() {
+        println!("  Each survivor above is a mistake no exchange shows: add one, or explain it in {SURVIVORS_FILE}:");
+        for mutant in unexplained {
+            println!("    {}: {}\n        on: {}\n        because: ...", chapter.name, mutant.what, mutant.on);
+        }
+    }
     // An explanation whose mutant is gone (killed now, or the code changed) is one to delete.
     for entry in explained.iter().filter(|e| e.chapter == chapter.name) {
         if !survivors.iter().any(|m| m.what == entry.what && m.on == entry.on) {
