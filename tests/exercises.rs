@@ -18,6 +18,7 @@ use std::path::Path;
 
 use mcp_workbook::chapters::{self, CHAPTERS, Chapter};
 use mcp_workbook::check;
+use mcp_workbook::mutants;
 use mcp_workbook::regions;
 use mcp_workbook::transcript::{self, Transcript};
 
@@ -169,4 +170,30 @@ fn the_workbook_tracks_no_symlinks() {
         .map(|line| line.split('\t').nth(1).unwrap_or(line).to_string())
         .collect();
     assert!(links.is_empty(), "tracked symbolic links (replace each with the file itself): {links:?}");
+}
+
+/// Every mutant `tests/mutants-survivors.txt` explains is still one `cargo run -- mutants`
+/// makes: its chapter exists, and a mutant of that chapter's exercise regions does what
+/// the entry says on the line it names. (Whether it still survives takes building it:
+/// the command says so when an explanation has no survivor left.)
+#[test]
+fn every_explained_survivor_is_still_a_mutant() {
+    let root = chapters::workbook_root();
+    let text = std::fs::read_to_string(root.join(mutants::SURVIVORS_FILE)).unwrap();
+    let explained = mutants::explained(&text).unwrap_or_else(|e| panic!("{}: {e}", mutants::SURVIVORS_FILE));
+    assert!(!explained.is_empty());
+    for entry in explained {
+        let chapter = chapters::find(&entry.chapter).unwrap_or_else(|| panic!("no chapter {:?}", entry.chapter));
+        let read = |path: &Path| std::fs::read_to_string(path).unwrap();
+        let solution = read(&chapter.exercise_counterpart());
+        let regions = regions::solution_regions(&read(&chapter.exercise_path()), &solution).unwrap();
+        let made = mutants::mutants(&solution, &regions);
+        assert!(
+            made.iter().any(|m| m.what == entry.what && m.on == entry.on),
+            "{}: no mutant `{}` on `{}` any more: delete the entry, or write it for the code as it is now",
+            entry.chapter,
+            entry.what,
+            entry.on
+        );
+    }
 }
