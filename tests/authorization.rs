@@ -12,7 +12,8 @@
 //! - a token with a `crit` header, or an `iss` that is not a string, is refused;
 //! - a redirect from the key or metadata address is not followed (it could lead to `http`);
 //! - a token verified before is remembered, but still expires, still needs the scopes of
-//!   each request, and is checked again once its key is withdrawn;
+//!   each request, and is checked again once its key is withdrawn, even when no
+//!   token but remembered ones arrives (the keys' hourly refresh, shortened here);
 //! - the rate limit counts by caller (the token's subject with its client), a
 //!   session's stream is its subject's, and a `requestState` its caller's: a client
 //!   whose id is a user's name, as a client-credentials token's `sub`, is not that user;
@@ -599,4 +600,38 @@ fn a_remembered_token_is_checked_again_when_the_keys_change() {
     let refused = ping(server.address, &alice);
     assert_eq!(refused.status, 401, "{}", refused.body);
     assert!(refused.header("WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
+}
+
+/// Only a remembered token is sent, across the keys' maximum age (shortened here from an
+/// hour to two seconds): the record answers it without looking up a key, and the keys
+/// must be fetched again all the same, or a key withdrawn would work here until `exp`.
+#[test]
+fn a_remembered_token_alone_still_has_the_keys_refreshed() {
+    let issuer_server = Documents::start();
+    let issuer = issuer_server.issuer();
+    let jwks_uri = format!("{issuer}/jwks");
+    issuer_server.serve("/jwks", TEST_JWKS);
+    let server = start(&["--authorization-server", &issuer, "--jwks-uri", &jwks_uri, "--keys-max-age-secs", "2"]);
+    let alice = token(&issuer, "alice", "mcp:read", TEST_KEY, "workbook-test-key");
+    assert_eq!(ping(server.address, &alice).status, 200, "{}", server.stderr());
+    assert_eq!(ping(server.address, &alice).status, 200, "remembered");
+    assert_eq!(issuer_server.asked("/jwks"), 1);
+
+    // The authorization server withdraws the key. Once the keys held are older than their
+    // maximum age, Alice's remembered token starts their refresh (and is answered with
+    // the keys held, as any request is while a refresh runs); once the refresh is in,
+    // her token is refused.
+    issuer_server.serve("/jwks", NEXT_JWKS);
+    thread::sleep(Duration::from_millis(2_500));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let refused = loop {
+        let answer = ping(server.address, &alice);
+        if answer.status != 200 || Instant::now() > deadline {
+            break answer;
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(refused.status, 401, "a withdrawn key still works: {}", refused.body);
+    assert!(refused.header("WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
+    assert_eq!(issuer_server.asked("/jwks"), 2, "one refresh");
 }

@@ -61,6 +61,10 @@ pub struct AuthorizationFlags {
     /// seconds, when checking a token's `exp` and `nbf`.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub clock_skew_secs: u64,
+    /// For tests: how old the keys may grow before they are fetched again, in seconds
+    /// (`KEYS_MAX_AGE` unless given), so that a test can see the refresh.
+    #[arg(long, value_name = "SECS", hide = true, requires = "authorization_server")]
+    pub keys_max_age_secs: Option<u64>,
 }
 // ANCHOR_END: flags
 
@@ -188,7 +192,7 @@ impl Authorization {
             issuer: issuer.clone(),
             metadata_url: metadata_url(resource).ok_or_else(|| format!("{resource} is not an absolute URL"))?,
             resource: resource.clone(),
-            keys: Keys::new(source),
+            keys: Keys::new(source, flags.keys_max_age_secs.map_or(KEYS_MAX_AGE, Duration::from_secs)),
             verified: Verified::default(),
             clock_skew_secs: flags.clock_skew_secs,
             scopes,
@@ -248,8 +252,11 @@ impl Authorization {
     /// valid, naming a subject. Anything else is refused, and never passed on.
     fn validate(&self, token: &str) -> Result<Caller, Invalid> {
         // A token verified before, with the keys held now, and not yet expired: who it names.
+        // The record answers without `Keys::find`, so the keys' hourly refresh starts here
+        // too: else, with every token in use remembered, a key withdrawn would work on.
         let keys_version = self.keys.version();
         if let Some(caller) = self.verified.get(token, keys_version) {
+            self.keys.refresh_if_old();
             return Ok(caller);
         }
         let header = decode_header(token).map_err(|_| Invalid::token("the token is not a JWT"))?;
@@ -534,7 +541,8 @@ impl Verified {
 /// authorization server is down; fetched again when a token names a key not held (the
 /// authorization server rotated its keys), but not more often than `REFETCH_AFTER`, so
 /// that tokens naming made-up keys cannot make this server flood it; and fetched again
-/// when older than `KEYS_MAX_AGE`, so that a key withdrawn is soon refused.
+/// when older than `KEYS_MAX_AGE`, by the next request with a token, even one the record
+/// of verified tokens answers, so that a key withdrawn is soon refused.
 ///
 /// A fetch runs on a thread of its own, never on a worker: a slow authorization server
 /// must not hold the workers that answer everyone else. A request whose key is held
@@ -544,6 +552,8 @@ impl Verified {
 struct Keys {
     /// Shared with the thread that fetches.
     shared: Arc<Shared>,
+    /// How old the keys may grow: `KEYS_MAX_AGE`, but for tests.
+    max_age: Duration,
 }
 
 struct Shared {
@@ -596,15 +606,25 @@ const MAX_DOCUMENT_BYTES: u64 = 256 * 1024;
 // ANCHOR_END: keys
 
 impl Keys {
-    fn new(source: KeySource) -> Keys {
+    fn new(source: KeySource, max_age: Duration) -> Keys {
         let shared =
             Shared { source, cache: Mutex::default(), fetch_ended: Condvar::new(), version: AtomicU64::new(0) };
-        Keys { shared: Arc::new(shared) }
+        Keys { shared: Arc::new(shared), max_age }
     }
 
     /// Which keys are held: a number that changes when they do.
     fn version(&self) -> u64 {
         self.shared.version.load(Ordering::Acquire)
+    }
+
+    /// Fetch the keys again in the background if those held are older than `max_age`
+    /// and no fetch is under way; the request goes on with the keys held. For a token the
+    /// record of verified tokens answers, which needs no key.
+    fn refresh_if_old(&self) {
+        let mut cache = lock(&self.shared.cache);
+        if cache.fetched.is_some_and(|at| at.elapsed() >= self.max_age) && !cache.fetching {
+            self.start_fetch(&mut cache);
+        }
     }
 
     /// The key named `kid` that may check `alg`. A token without a `kid` may use the
@@ -615,7 +635,7 @@ impl Keys {
         if let Some((_, key)) = pick(&cache.keys, kid, alg) {
             let key = key.clone();
             // Old keys are refreshed in the background; this request goes on with the key held.
-            if since(&cache, KEYS_MAX_AGE) && !cache.fetching {
+            if since(&cache, self.max_age) && !cache.fetching {
                 self.start_fetch(&mut cache);
             }
             return Ok(key);
