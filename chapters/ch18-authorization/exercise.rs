@@ -41,6 +41,7 @@ use jsonwebtoken::{
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::guard::{LOOPBACK_NAMES, bearer_token, host_name};
 use crate::http::{Request, Response};
@@ -447,7 +448,9 @@ fn is_https_or_loopback(url: &str) -> bool {
 // ANCHOR: verified
 /// The tokens this server has verified, each with who it names, so that a client's next
 /// request with the same token skips the signature, the check that costs. Keyed by the
-/// whole token: a token changed in any byte is another token, checked in full. An entry
+/// token's SHA-256 digest, not the token: a token changed in any byte has another digest,
+/// and is checked in full; and the record holds no token that whoever reads this
+/// process's memory could send (a core dump, a debugger). An entry
 /// is used only before the token's `exp`, and all go when the keys change (a key
 /// withdrawn takes its tokens with it). At most `MAX_VERIFIED` entries: a new one, when
 /// full, first drops those expired, then the one that expires soonest. A hit gives the
@@ -462,11 +465,18 @@ struct Verified {
 struct VerifiedTokens {
     /// The version of the keys these tokens were verified with (`Keys::version`).
     keys_version: u64,
-    callers: HashMap<String, Caller>,
+    /// By the digest of each token (`token_digest`).
+    callers: HashMap<[u8; 32], Caller>,
 }
 
-/// The most tokens remembered: for tokens of a kilobyte, about 10 MB.
+/// The most tokens remembered: a digest and a `Caller` each, a few hundred bytes.
 const MAX_VERIFIED: usize = 10_000;
+
+/// What the record knows a token by: its SHA-256 digest, from which the token cannot be
+/// found again.
+fn token_digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
 
 impl Verified {
     /// Who `token` names, if it was verified with the keys of `keys_version` and has not
@@ -481,12 +491,13 @@ impl Verified {
         if keys_version != held.keys_version {
             return None;
         }
-        let caller = held.callers.get(token)?;
+        let digest = token_digest(token);
+        let caller = held.callers.get(&digest)?;
         if caller.expires.is_some_and(|exp| get_current_timestamp() < exp) {
             return Some(caller.clone());
         }
         // Expired: the full check says so (or lets it through within the clock skew).
-        held.callers.remove(token);
+        held.callers.remove(&digest);
         None
     }
 
@@ -502,12 +513,12 @@ impl Verified {
             held.callers.retain(|_, caller| caller.expires.is_some_and(|exp| now < exp));
         }
         if held.callers.len() >= MAX_VERIFIED {
-            let soonest = held.callers.iter().min_by_key(|(_, caller)| caller.expires).map(|(token, _)| token.clone());
+            let soonest = held.callers.iter().min_by_key(|(_, caller)| caller.expires).map(|(digest, _)| *digest);
             if let Some(soonest) = soonest {
                 held.callers.remove(&soonest);
             }
         }
-        held.callers.insert(token.to_string(), caller.clone());
+        held.callers.insert(token_digest(token), caller.clone());
     }
 }
 // ANCHOR_END: verified
