@@ -8,7 +8,8 @@
 //!   not a `401` that would make the client throw its token away;
 //! - a key endpoint that misbehaves does no harm: a slow one stalls no worker (a token
 //!   whose key is not held waits at most a second, the others not at all), and one that
-//!   answers JSON that is no JWK Set leaves the keys held as they were;
+//!   answers JSON that is no JWK Set leaves the keys held as they were (a key not held is
+//!   then `503`, not unknown, until a fetch works);
 //! - a token with a `crit` header, or an `iss` that is not a string, is refused;
 //! - a redirect from the key or metadata address is not followed (it could lead to `http`);
 //! - a token verified before is remembered, but still expires, still needs the scopes of
@@ -464,15 +465,35 @@ fn a_document_that_is_not_a_jwk_set_keeps_the_keys() {
     // have a "keys" member"). Ten seconds on, a key not held sends the server to fetch.
     issuer_server.serve("/jwks", r#"{"error": "down for maintenance"}"#);
     thread::sleep(Duration::from_millis(10_500));
-    let made_up = token(&issuer, "mallory", "mcp:read", NEXT_KEY, "made-up");
-    let refused = ping(server.address, &made_up);
+    let rotated = token(&issuer, "carol", "mcp:read", NEXT_KEY, "workbook-next-key");
+    let unchecked = ping(server.address, &rotated);
     assert_eq!(issuer_server.asked("/jwks"), 2);
-    // That fetch failed: the keys held are kept, so the made-up key is still unknown (not
-    // "no keys at all"), and a token signed with a key held is still taken.
-    assert_eq!(refused.status, 401, "{}", refused.body);
+    // That fetch failed: the keys held are kept, and a token signed with a key held is
+    // still taken.
     let bob = token(&issuer, "bob", "mcp:read", TEST_KEY, "workbook-test-key");
     let answer = ping(server.address, &bob);
     assert_eq!(answer.status, 200, "{}\n{}", answer.body, server.stderr());
+    // A key not held may be one the authorization server has rotated in since the last
+    // fetch that worked: the token may be fine, so `503`, not a `401` that would send the
+    // client for a new token signed with the same new key.
+    assert_eq!(unchecked.status, 503, "{}", unchecked.body);
+    assert_eq!(unchecked.header("Retry-After"), Some("10"));
+    assert_eq!(unchecked.header("WWW-Authenticate"), None, "not a challenge: the token may be fine");
+
+    // The endpoint serves the keys again (the new one among them). Ten seconds on, the
+    // next fetch works: the rotated key is taken, and a key it did not bring is unknown.
+    let mut both: Value = serde_json::from_str(TEST_JWKS).unwrap();
+    let next: Value = serde_json::from_str(NEXT_JWKS).unwrap();
+    both["keys"].as_array_mut().unwrap().push(next["keys"][0].clone());
+    issuer_server.serve("/jwks", &both.to_string());
+    thread::sleep(Duration::from_millis(10_500));
+    let answer = ping(server.address, &rotated);
+    assert_eq!(answer.status, 200, "{}\n{}", answer.body, server.stderr());
+    assert_eq!(issuer_server.asked("/jwks"), 3);
+    let made_up = token(&issuer, "mallory", "mcp:read", NEXT_KEY, "made-up");
+    let refused = ping(server.address, &made_up);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(refused.header("WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
 }
 
 /// The chapter's server with the transcript's keys, from a file.

@@ -559,7 +559,8 @@ impl Verified {
 /// must not hold the workers that answer everyone else. A request whose key is held
 /// never waits, not even the one that starts the hourly refresh. A request whose key is
 /// not held waits only for a fetch it starts itself, and for at most `WAIT_FOR_FETCH`;
-/// while another request's fetch is under way it does not wait at all.
+/// while another request's fetch is under way it does not wait at all. It is an unknown
+/// key (`401`) only if the last fetch brought the keys; else `503`.
 struct Keys {
     /// Shared with the thread that fetches.
     shared: Arc<Shared>,
@@ -594,6 +595,8 @@ struct Cache {
     fetched: Option<Instant>,
     /// Whether a fetch is under way.
     fetching: bool,
+    /// Whether the last fetch failed: the keys held may not be all the keys there are.
+    last_fetch_failed: bool,
     /// The `jwks_uri` discovered, once it is.
     jwks_uri: Option<String>,
 }
@@ -665,9 +668,11 @@ impl Keys {
         }
         match pick(&cache.keys, kid, alg) {
             Some((_, key)) => Ok(key.clone()),
-            // A fetch under way may bring the key, and with none held the token cannot be
-            // checked: either way the token may be fine, it cannot be told now.
-            None if cache.fetching || cache.keys.is_empty() => Err(Invalid::KeysUnavailable),
+            // A fetch under way may bring the key; with none held, or after a fetch that
+            // failed, the key may be one published since (a rotation). Either way the
+            // token may be fine: it cannot be told now.
+            None if cache.fetching || cache.keys.is_empty() || cache.last_fetch_failed => Err(Invalid::KeysUnavailable),
+            // The last fetch brought the keys published, and this one is not among them.
             None => Err(Invalid::token("the token is signed with an unknown key")),
         }
     }
@@ -686,6 +691,7 @@ impl Keys {
             let mut cache = lock(&shared.cache);
             cache.fetching = false;
             cache.fetched = Some(Instant::now());
+            cache.last_fetch_failed = fetched.is_err();
             match fetched {
                 Ok((keys, jwks_uri)) => {
                     if !keys.iter().map(|(jwk, _)| jwk).eq(cache.keys.iter().map(|(jwk, _)| jwk)) {
