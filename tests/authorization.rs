@@ -10,7 +10,8 @@
 //!   whose key is not held waits at most a second, the others not at all), and one that
 //!   answers JSON that is no JWK Set leaves the keys held as they were (a key not held is
 //!   then `503`, not unknown, until a fetch works);
-//! - a token with a `crit` header, or an `iss` that is not a string, is refused;
+//! - a token with a `crit` header, or an `iss` that is not a string, is refused; an `exp`
+//!   with a fraction is taken, as RFC 7519 allows;
 //! - a redirect from the key or metadata address is not followed (it could lead to `http`);
 //! - a token verified before is remembered, but still expires, still needs the scopes of
 //!   each request, and is checked again once its key is withdrawn, even when no
@@ -534,6 +535,35 @@ fn iss_is_a_string_equal_to_the_issuer() {
         let refused = ping(server.address, &signed(claims, |_| ()));
         assert_eq!(refused.status, 401, "iss {iss}: {}", refused.body);
         assert!(refused.header("WWW-Authenticate").unwrap().contains("invalid_token"), "{refused:?}");
+    }
+}
+
+/// RFC 7519, section 2: `exp` is a NumericDate, a JSON number of seconds that may have a
+/// fraction (some authorization servers write one). Any number from 0 up is taken; a
+/// token without one, or with another type, is refused, and the refusal says so.
+#[test]
+fn exp_is_any_number_from_zero_up() {
+    let server = start_with_test_keys();
+    let with_exp = |exp: Option<Value>| {
+        let mut claims = good_claims();
+        match exp {
+            Some(exp) => claims["exp"] = exp,
+            None => {
+                claims.as_object_mut().unwrap().remove("exp");
+            }
+        }
+        ping(server.address, &signed(claims, |_| ()))
+    };
+    let answer = with_exp(Some(json!(4_102_444_800.5)));
+    assert_eq!(answer.status, 200, "a fractional exp: {}", answer.body);
+    let expired = with_exp(Some(json!(1.5)));
+    assert_eq!(expired.status, 401, "{}", expired.body);
+    assert!(expired.header("WWW-Authenticate").unwrap().contains("expired"), "{expired:?}");
+    for exp in [None, Some(json!("4102444800")), Some(json!(-1)), Some(json!(-0.5)), Some(json!(1e300))] {
+        let refused = with_exp(exp.clone());
+        assert_eq!(refused.status, 401, "exp {exp:?}: {}", refused.body);
+        let challenge = refused.header("WWW-Authenticate").unwrap();
+        assert!(challenge.contains("missing or has the wrong type (`iss`, `sub`, `exp`)"), "exp {exp:?}: {challenge}");
     }
 }
 

@@ -290,7 +290,7 @@ impl Authorization {
             ErrorKind::InvalidAudience => Invalid::token("the token was issued for another resource"),
             ErrorKind::InvalidSignature => Invalid::token("the token's signature is not valid"),
             ErrorKind::MissingRequiredClaim(claim) => Invalid::token(&format!("the token has no `{claim}`")),
-            ErrorKind::Json(_) => Invalid::token("a claim is missing or not a string (`iss`, `sub`)"),
+            ErrorKind::Json(_) => Invalid::token("a claim is missing or has the wrong type (`iss`, `sub`, `exp`)"),
             _ => Invalid::token("the token is not valid"),
         })?;
         let claims = claims.claims;
@@ -391,7 +391,22 @@ struct Claims {
     client_id: Option<String>,
     azp: Option<String>,
     scope: Option<String>,
+    #[serde(deserialize_with = "numeric_date")]
     exp: u64,
+}
+
+/// A NumericDate (RFC 7519, section 2), as `exp` is: a JSON number of seconds since
+/// 1970, "non-integer values" included, which some authorization servers write. Any
+/// number from 0 up, as `jsonwebtoken` takes it for its own check of `exp`; rounded
+/// down here, so that the record of verified tokens never takes a token past its `exp`.
+fn numeric_date<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    let number = serde_json::Number::deserialize(deserializer)?;
+    match (number.as_u64(), number.as_f64()) {
+        (Some(whole), _) => Ok(whole),
+        // `as` drops the fraction: for a number from 0 up, that rounds it down.
+        (None, Some(seconds)) if (0.0..u64::MAX as f64).contains(&seconds) => Ok(seconds as u64),
+        _ => Err(serde::de::Error::custom("not a NumericDate")),
+    }
 }
 
 /// The answer when the keys cannot be had: `503`, not the token's fault nor the
