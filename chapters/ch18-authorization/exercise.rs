@@ -283,7 +283,10 @@ impl Authorization {
             ErrorKind::InvalidAudience => Invalid::token("the token was issued for another resource"),
             ErrorKind::InvalidSignature => Invalid::token("the token's signature is not valid"),
             ErrorKind::MissingRequiredClaim(claim) => Invalid::token(&format!("the token has no `{claim}`")),
-            ErrorKind::Json(_) => Invalid::token("a claim is missing or has the wrong type (`iss`, `sub`, `exp`)"),
+            // At most 80 characters, as every description: `quoted` cuts a longer one.
+            ErrorKind::Json(_) => {
+                Invalid::token("a claim is missing or has the wrong type (iss, sub, exp, scope, client_id, azp)")
+            }
             _ => Invalid::token("the token is not valid"),
         })?;
         let claims = claims.claims;
@@ -465,10 +468,10 @@ fn is_https_or_loopback(url: &str) -> bool {
 /// request with the same token skips the signature, the check that costs. Keyed by the
 /// token's SHA-256 digest, not the token: a token changed in any byte has another digest,
 /// and is checked in full; and the record holds no token that whoever reads this
-/// process's memory could send (a core dump, a debugger). An entry
-/// is used only before the token's `exp`, and all go when the keys change (a key
-/// withdrawn takes its tokens with it). At most `MAX_VERIFIED` entries: a new one, when
-/// full, first drops those expired, then the one that expires soonest. A hit gives the
+/// process's memory could send (a core dump, a debugger). An entry is used only before
+/// the token's `exp`, and all go when the keys change (a key withdrawn takes its tokens
+/// with it). At most `MAX_VERIFIED` entries: a new one, when full, first drops those
+/// expired, then the one that expires soonest. A hit gives the
 /// caller only; what depends on the request (the scopes it needs, now against `exp`) is
 /// checked for every request.
 #[derive(Default)]
