@@ -13,9 +13,10 @@
 //! - a token with a `crit` header, or an `iss` that is not a string, is refused; an `exp`
 //!   with a fraction is taken, as RFC 7519 allows;
 //! - a redirect from the key or metadata address is not followed (it could lead to `http`);
-//! - a token verified before is remembered, but still expires, still needs the scopes of
-//!   each request, and is checked again once its key is withdrawn, even when no
-//!   token but remembered ones arrives (the keys' hourly refresh, shortened here);
+//! - a token verified before is remembered (by its digest: one byte off is another
+//!   token, checked in full), but still expires, still needs the scopes of each
+//!   request, and is checked again once its key is withdrawn, even when no token but
+//!   remembered ones arrives (the keys' hourly refresh, shortened here);
 //! - the rate limit counts by caller (the token's subject with its client), a
 //!   session's stream is its subject's, and a `requestState` its caller's: a client
 //!   whose id is a user's name, as a client-credentials token's `sub`, is not that user;
@@ -627,6 +628,23 @@ fn a_remembered_token_still_expires_and_still_needs_its_scopes() {
     let expired = ping(server.address, &brief);
     assert_eq!(expired.status, 401, "{}", expired.body);
     assert!(expired.header("WWW-Authenticate").unwrap().contains("expired"), "{expired:?}");
+}
+
+/// The record knows a token by its digest: a token that differs from a remembered one
+/// in one byte (here the signature's first character) is not it, and is checked in full.
+#[test]
+fn a_token_one_byte_off_a_remembered_one_is_checked_in_full() {
+    let server = start_with_test_keys();
+    let alice = token("https://auth.example.com", "alice", "mcp:read", TEST_KEY, "workbook-test-key");
+    assert_eq!(ping(server.address, &alice).status, 200);
+    assert_eq!(ping(server.address, &alice).status, 200, "remembered");
+    let signature_at = alice.rfind('.').unwrap() + 1;
+    let first = alice.as_bytes()[signature_at];
+    let other = if first == b'A' { "B" } else { "A" };
+    let forged = format!("{}{other}{}", &alice[..signature_at], &alice[signature_at + 1..]);
+    let refused = ping(server.address, &forged);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(refused.header("WWW-Authenticate").unwrap().contains("invalid_token"), "{refused:?}");
 }
 
 #[test]
