@@ -283,7 +283,8 @@ impl Authorization {
             ErrorKind::InvalidAudience => Invalid::token("the token was issued for another resource"),
             ErrorKind::InvalidSignature => Invalid::token("the token's signature is not valid"),
             ErrorKind::MissingRequiredClaim(claim) => Invalid::token(&format!("the token has no `{claim}`")),
-            // At most 80 characters, as every description: `quoted` cuts a longer one.
+            // At most 80 characters, as every description: `quoted` cuts a longer one with
+            // an ellipsis, which a header cannot carry (the base would answer 500).
             ErrorKind::Json(_) => {
                 Invalid::token("a claim is missing or has the wrong type (iss, sub, exp, scope, client_id, azp)")
             }
