@@ -26,7 +26,7 @@ pub struct Chapter {
     /// exercise stands in for; `None` for a chapter that is one file.
     pub piece: Option<&'static str>,
     /// The cargo features its binaries need (their `required-features` in `Cargo.toml`):
-    /// `authorization` for chapter 18, whose two crates no other chapter builds. What
+    /// `authorization` for chapter 18, whose three crates no other chapter builds. What
     /// builds a chapter's binary passes them ([`Chapter::cargo_features`]).
     pub features: &'static [&'static str],
 }

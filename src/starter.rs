@@ -3,7 +3,7 @@
 //! completion, streamed calls, asking the user, subscriptions, authorization).
 //!
 //! The starter depends on four crates (`DEPENDENCIES`), the full starter on those and
-//! the two its authorization needs (`FULL_DEPENDENCIES`). The new crate holds these files:
+//! the three its authorization needs (`FULL_DEPENDENCIES`). The new crate holds these files:
 //!
 //! | file | from |
 //! |---|---|
@@ -41,10 +41,11 @@ pub const IMPORT_IN_COPY: &str = "mod http;";
 /// The crates the starter depends on, and no other.
 pub const DEPENDENCIES: &[&str] = &["clap", "serde", "serde_json", "tiny_http"];
 
-/// The crates the full starter depends on: the starter's, and the two chapter 18's
-/// authorization adds (a JWT library and an HTTP client, for the authorization
-/// server's keys). The workbook depends on these and no others.
-pub const FULL_DEPENDENCIES: &[&str] = &["clap", "jsonwebtoken", "serde", "serde_json", "tiny_http", "ureq"];
+/// The crates the full starter depends on: the starter's, and the three chapter 18's
+/// authorization adds (a JWT library, SHA-256 for the record of tokens verified, and an
+/// HTTP client, for the authorization server's keys). The workbook depends on these and
+/// no others.
+pub const FULL_DEPENDENCIES: &[&str] = &["clap", "jsonwebtoken", "serde", "serde_json", "sha2", "tiny_http", "ureq"];
 
 /// The crates a copy made from `chapter` depends on.
 fn dependencies_of(chapter: &str) -> &'static [&'static str] {
@@ -224,8 +225,9 @@ mod tests {
     const MANIFEST: &str = "[package]\nname = \"mcp-workbook\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
 rust-version = \"1.88\"\n\n[[bin]]\nname = \"workbook\"\n\n[dependencies]\nclap = { version = \"4\", features = [\"derive\"] }\n\
 serde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n# For chapter 18.\n\
-jsonwebtoken = { version = \"11\", default-features = false, optional = true }\nureq = { version = \"3\", optional = true }\n\n\
-[features]\nauthorization = [\"dep:jsonwebtoken\", \"dep:ureq\"]\n\n[dev-dependencies]\njsonschema = \"0.30\"\n";
+jsonwebtoken = { version = \"11\", default-features = false, optional = true }\nsha2 = { version = \"0.10\", optional = true }\n\
+ureq = { version = \"3\", optional = true }\n\n\
+[features]\nauthorization = [\"dep:jsonwebtoken\", \"dep:sha2\", \"dep:ureq\"]\n\n[dev-dependencies]\njsonschema = \"0.30\"\n";
 
     #[test]
     fn the_manifest_keeps_the_workbook_versions_and_nothing_else() {
@@ -237,11 +239,11 @@ jsonwebtoken = { version = \"11\", default-features = false, optional = true }\n
 clap = { version = \"4\", features = [\"derive\"] }\nserde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n"
         );
         let full = manifest_for("my-server", MANIFEST, FULL_DEPENDENCIES).unwrap();
-        assert!(full.contains("on these six crates"), "{full}");
+        assert!(full.contains("on these seven crates"), "{full}");
         assert!(
             full.ends_with(
                 "tiny_http = \"0.12\"\n# For chapter 18.\n\
-                 jsonwebtoken = { version = \"11\", default-features = false }\nureq = \"3\"\n"
+                 jsonwebtoken = { version = \"11\", default-features = false }\nsha2 = \"0.10\"\nureq = \"3\"\n"
             ),
             "{full}"
         );

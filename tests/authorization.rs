@@ -8,11 +8,15 @@
 //!   not a `401` that would make the client throw its token away;
 //! - a key endpoint that misbehaves does no harm: a slow one stalls no worker (a token
 //!   whose key is not held waits at most a second, the others not at all), and one that
-//!   answers JSON that is no JWK Set leaves the keys held as they were;
-//! - a token with a `crit` header, or an `iss` that is not a string, is refused;
+//!   answers JSON that is no JWK Set leaves the keys held as they were (a key not held is
+//!   then `503`, not unknown, until a fetch works);
+//! - a token with a `crit` header, or an `iss` that is not a string, is refused; an `exp`
+//!   with a fraction is taken, as RFC 7519 allows;
 //! - a redirect from the key or metadata address is not followed (it could lead to `http`);
-//! - a token verified before is remembered, but still expires, still needs the scopes of
-//!   each request, and is checked again once its key is withdrawn;
+//! - a token verified before is remembered (by its digest: one byte off is another
+//!   token, checked in full), but still expires, still needs the scopes of each
+//!   request, and is checked again once its key is withdrawn, even when no token but
+//!   remembered ones arrives (the keys' hourly refresh, shortened here);
 //! - the rate limit counts by caller (the token's subject with its client), a
 //!   session's stream is its subject's, and a `requestState` its caller's: a client
 //!   whose id is a user's name, as a client-credentials token's `sub`, is not that user;
@@ -463,15 +467,35 @@ fn a_document_that_is_not_a_jwk_set_keeps_the_keys() {
     // have a "keys" member"). Ten seconds on, a key not held sends the server to fetch.
     issuer_server.serve("/jwks", r#"{"error": "down for maintenance"}"#);
     thread::sleep(Duration::from_millis(10_500));
-    let made_up = token(&issuer, "mallory", "mcp:read", NEXT_KEY, "made-up");
-    let refused = ping(server.address, &made_up);
+    let rotated = token(&issuer, "carol", "mcp:read", NEXT_KEY, "workbook-next-key");
+    let unchecked = ping(server.address, &rotated);
     assert_eq!(issuer_server.asked("/jwks"), 2);
-    // That fetch failed: the keys held are kept, so the made-up key is still unknown (not
-    // "no keys at all"), and a token signed with a key held is still taken.
-    assert_eq!(refused.status, 401, "{}", refused.body);
+    // That fetch failed: the keys held are kept, and a token signed with a key held is
+    // still taken.
     let bob = token(&issuer, "bob", "mcp:read", TEST_KEY, "workbook-test-key");
     let answer = ping(server.address, &bob);
     assert_eq!(answer.status, 200, "{}\n{}", answer.body, server.stderr());
+    // A key not held may be one the authorization server has rotated in since the last
+    // fetch that worked: the token may be fine, so `503`, not a `401` that would send the
+    // client for a new token signed with the same new key.
+    assert_eq!(unchecked.status, 503, "{}", unchecked.body);
+    assert_eq!(unchecked.header("Retry-After"), Some("10"));
+    assert_eq!(unchecked.header("WWW-Authenticate"), None, "not a challenge: the token may be fine");
+
+    // The endpoint serves the keys again (the new one among them). Ten seconds on, the
+    // next fetch works: the rotated key is taken, and a key it did not bring is unknown.
+    let mut both: Value = serde_json::from_str(TEST_JWKS).unwrap();
+    let next: Value = serde_json::from_str(NEXT_JWKS).unwrap();
+    both["keys"].as_array_mut().unwrap().push(next["keys"][0].clone());
+    issuer_server.serve("/jwks", &both.to_string());
+    thread::sleep(Duration::from_millis(10_500));
+    let answer = ping(server.address, &rotated);
+    assert_eq!(answer.status, 200, "{}\n{}", answer.body, server.stderr());
+    assert_eq!(issuer_server.asked("/jwks"), 3);
+    let made_up = token(&issuer, "mallory", "mcp:read", NEXT_KEY, "made-up");
+    let refused = ping(server.address, &made_up);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(refused.header("WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
 }
 
 /// The chapter's server with the transcript's keys, from a file.
@@ -512,6 +536,35 @@ fn iss_is_a_string_equal_to_the_issuer() {
         let refused = ping(server.address, &signed(claims, |_| ()));
         assert_eq!(refused.status, 401, "iss {iss}: {}", refused.body);
         assert!(refused.header("WWW-Authenticate").unwrap().contains("invalid_token"), "{refused:?}");
+    }
+}
+
+/// RFC 7519, section 2: `exp` is a NumericDate, a JSON number of seconds that may have a
+/// fraction (some authorization servers write one). Any number from 0 up is taken; a
+/// token without one, or with another type, is refused, and the refusal says so.
+#[test]
+fn exp_is_any_number_from_zero_up() {
+    let server = start_with_test_keys();
+    let with_exp = |exp: Option<Value>| {
+        let mut claims = good_claims();
+        match exp {
+            Some(exp) => claims["exp"] = exp,
+            None => {
+                claims.as_object_mut().unwrap().remove("exp");
+            }
+        }
+        ping(server.address, &signed(claims, |_| ()))
+    };
+    let answer = with_exp(Some(json!(4_102_444_800.5)));
+    assert_eq!(answer.status, 200, "a fractional exp: {}", answer.body);
+    let expired = with_exp(Some(json!(1.5)));
+    assert_eq!(expired.status, 401, "{}", expired.body);
+    assert!(expired.header("WWW-Authenticate").unwrap().contains("expired"), "{expired:?}");
+    for exp in [None, Some(json!("4102444800")), Some(json!(-1)), Some(json!(-0.5)), Some(json!(1e300))] {
+        let refused = with_exp(exp.clone());
+        assert_eq!(refused.status, 401, "exp {exp:?}: {}", refused.body);
+        let challenge = refused.header("WWW-Authenticate").unwrap();
+        assert!(challenge.contains("wrong type (iss, sub, exp, scope, client_id, azp)"), "exp {exp:?}: {challenge}");
     }
 }
 
@@ -577,6 +630,23 @@ fn a_remembered_token_still_expires_and_still_needs_its_scopes() {
     assert!(expired.header("WWW-Authenticate").unwrap().contains("expired"), "{expired:?}");
 }
 
+/// The record knows a token by its digest: a token that differs from a remembered one
+/// in one byte (here the signature's first character) is not it, and is checked in full.
+#[test]
+fn a_token_one_byte_off_a_remembered_one_is_checked_in_full() {
+    let server = start_with_test_keys();
+    let alice = token("https://auth.example.com", "alice", "mcp:read", TEST_KEY, "workbook-test-key");
+    assert_eq!(ping(server.address, &alice).status, 200);
+    assert_eq!(ping(server.address, &alice).status, 200, "remembered");
+    let signature_at = alice.rfind('.').unwrap() + 1;
+    let first = alice.as_bytes()[signature_at];
+    let other = if first == b'A' { "B" } else { "A" };
+    let forged = format!("{}{other}{}", &alice[..signature_at], &alice[signature_at + 1..]);
+    let refused = ping(server.address, &forged);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(refused.header("WWW-Authenticate").unwrap().contains("invalid_token"), "{refused:?}");
+}
+
 #[test]
 fn a_remembered_token_is_checked_again_when_the_keys_change() {
     let issuer_server = Documents::start();
@@ -599,4 +669,38 @@ fn a_remembered_token_is_checked_again_when_the_keys_change() {
     let refused = ping(server.address, &alice);
     assert_eq!(refused.status, 401, "{}", refused.body);
     assert!(refused.header("WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
+}
+
+/// Only a remembered token is sent, across the keys' maximum age (shortened here from an
+/// hour to two seconds): the record answers it without looking up a key, and the keys
+/// must be fetched again all the same, or a key withdrawn would work here until `exp`.
+#[test]
+fn a_remembered_token_alone_still_has_the_keys_refreshed() {
+    let issuer_server = Documents::start();
+    let issuer = issuer_server.issuer();
+    let jwks_uri = format!("{issuer}/jwks");
+    issuer_server.serve("/jwks", TEST_JWKS);
+    let server = start(&["--authorization-server", &issuer, "--jwks-uri", &jwks_uri, "--keys-max-age-secs", "2"]);
+    let alice = token(&issuer, "alice", "mcp:read", TEST_KEY, "workbook-test-key");
+    assert_eq!(ping(server.address, &alice).status, 200, "{}", server.stderr());
+    assert_eq!(ping(server.address, &alice).status, 200, "remembered");
+    assert_eq!(issuer_server.asked("/jwks"), 1);
+
+    // The authorization server withdraws the key. Once the keys held are older than their
+    // maximum age, Alice's remembered token starts their refresh (and is answered with
+    // the keys held, as any request is while a refresh runs); once the refresh is in,
+    // her token is refused.
+    issuer_server.serve("/jwks", NEXT_JWKS);
+    thread::sleep(Duration::from_millis(2_500));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let refused = loop {
+        let answer = ping(server.address, &alice);
+        if answer.status != 200 || Instant::now() > deadline {
+            break answer;
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(refused.status, 401, "a withdrawn key still works: {}", refused.body);
+    assert!(refused.header("WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
+    assert_eq!(issuer_server.asked("/jwks"), 2, "one refresh");
 }

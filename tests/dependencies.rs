@@ -4,7 +4,7 @@
 //! is not. These tests ask cargo's own resolver (`cargo tree`, offline):
 //! - a default build depends directly on the starter's four crates and nothing else, so
 //!   it compiles those and what they depend on, and nothing of chapter 18;
-//! - with every feature on, on the full starter's six;
+//! - with every feature on, on the full starter's seven;
 //! - `Cargo.toml` and `chapters::CHAPTERS` agree on which chapter needs which feature:
 //!   each chapter's binaries require exactly the chapter's features, and no feature is
 //!   on by default.

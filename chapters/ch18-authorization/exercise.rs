@@ -41,6 +41,7 @@ use jsonwebtoken::{
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::guard::{LOOPBACK_NAMES, bearer_token, host_name};
 use crate::http::{Request, Response};
@@ -73,6 +74,10 @@ pub struct AuthorizationFlags {
     /// seconds, when checking a token's `exp` and `nbf`.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub clock_skew_secs: u64,
+    /// For tests: how old the keys may grow before they are fetched again, in seconds
+    /// (`KEYS_MAX_AGE` unless given), so that a test can see the refresh.
+    #[arg(long, value_name = "SECS", hide = true, requires = "authorization_server")]
+    pub keys_max_age_secs: Option<u64>,
 }
 // ANCHOR_END: flags
 
@@ -200,7 +205,7 @@ impl Authorization {
             issuer: issuer.clone(),
             metadata_url: metadata_url(resource).ok_or_else(|| format!("{resource} is not an absolute URL"))?,
             resource: resource.clone(),
-            keys: Keys::new(source),
+            keys: Keys::new(source, flags.keys_max_age_secs.map_or(KEYS_MAX_AGE, Duration::from_secs)),
             verified: Verified::default(),
             clock_skew_secs: flags.clock_skew_secs,
             scopes,
@@ -253,8 +258,11 @@ impl Authorization {
     /// valid, naming a subject. Anything else is refused, and never passed on.
     fn validate(&self, token: &str) -> Result<Caller, Invalid> {
         // A token verified before, with the keys held now, and not yet expired: who it names.
+        // The record answers without `Keys::find`, so the keys' hourly refresh starts here
+        // too: else, with every token in use remembered, a key withdrawn would work on.
         let keys_version = self.keys.version();
         if let Some(caller) = self.verified.get(token, keys_version) {
+            self.keys.refresh_if_old();
             return Ok(caller);
         }
         let header = decode_header(token).map_err(|_| Invalid::token("the token is not a JWT"))?;
@@ -275,7 +283,11 @@ impl Authorization {
             ErrorKind::InvalidAudience => Invalid::token("the token was issued for another resource"),
             ErrorKind::InvalidSignature => Invalid::token("the token's signature is not valid"),
             ErrorKind::MissingRequiredClaim(claim) => Invalid::token(&format!("the token has no `{claim}`")),
-            ErrorKind::Json(_) => Invalid::token("a claim is missing or not a string (`iss`, `sub`)"),
+            // At most 80 characters, as every description: `quoted` cuts a longer one with
+            // an ellipsis, which a header cannot carry (the base would answer 500).
+            ErrorKind::Json(_) => {
+                Invalid::token("a claim is missing or has the wrong type (iss, sub, exp, scope, client_id, azp)")
+            }
             _ => Invalid::token("the token is not valid"),
         })?;
         let claims = claims.claims;
@@ -360,7 +372,22 @@ struct Claims {
     client_id: Option<String>,
     azp: Option<String>,
     scope: Option<String>,
+    #[serde(deserialize_with = "numeric_date")]
     exp: u64,
+}
+
+/// A NumericDate (RFC 7519, section 2), as `exp` is: a JSON number of seconds since
+/// 1970, "non-integer values" included, which some authorization servers write. Any
+/// number from 0 up, as `jsonwebtoken` takes it for its own check of `exp`; rounded
+/// down here, so that the record of verified tokens never takes a token past its `exp`.
+fn numeric_date<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    let number = serde_json::Number::deserialize(deserializer)?;
+    match (number.as_u64(), number.as_f64()) {
+        (Some(whole), _) => Ok(whole),
+        // `as` drops the fraction: for a number from 0 up, that rounds it down.
+        (None, Some(seconds)) if (0.0..u64::MAX as f64).contains(&seconds) => Ok(seconds as u64),
+        _ => Err(serde::de::Error::custom("not a NumericDate")),
+    }
 }
 
 /// The answer when the keys cannot be had: `503`, not the token's fault nor the
@@ -440,10 +467,12 @@ fn is_https_or_loopback(url: &str) -> bool {
 // ANCHOR: verified
 /// The tokens this server has verified, each with who it names, so that a client's next
 /// request with the same token skips the signature, the check that costs. Keyed by the
-/// whole token: a token changed in any byte is another token, checked in full. An entry
-/// is used only before the token's `exp`, and all go when the keys change (a key
-/// withdrawn takes its tokens with it). At most `MAX_VERIFIED` entries: a new one, when
-/// full, first drops those expired, then the one that expires soonest. A hit gives the
+/// token's SHA-256 digest, not the token: a token changed in any byte has another digest,
+/// and is checked in full; and the record holds no token that whoever reads this
+/// process's memory could send (a core dump, a debugger). An entry is used only before
+/// the token's `exp`, and all go when the keys change (a key withdrawn takes its tokens
+/// with it). At most `MAX_VERIFIED` entries: a new one, when full, first drops those
+/// expired, then the one that expires soonest. A hit gives the
 /// caller only; what depends on the request (the scopes it needs, now against `exp`) is
 /// checked for every request.
 #[derive(Default)]
@@ -455,11 +484,18 @@ struct Verified {
 struct VerifiedTokens {
     /// The version of the keys these tokens were verified with (`Keys::version`).
     keys_version: u64,
-    callers: HashMap<String, Caller>,
+    /// By the digest of each token (`token_digest`).
+    callers: HashMap<[u8; 32], Caller>,
 }
 
-/// The most tokens remembered: for tokens of a kilobyte, about 10 MB.
+/// The most tokens remembered: a digest and a `Caller` each, a few hundred bytes.
 const MAX_VERIFIED: usize = 10_000;
+
+/// What the record knows a token by: its SHA-256 digest, from which the token cannot be
+/// found again.
+fn token_digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
 
 impl Verified {
     /// Who `token` names, if it was verified with the keys of `keys_version` and has not
@@ -474,12 +510,13 @@ impl Verified {
         if keys_version != held.keys_version {
             return None;
         }
-        let caller = held.callers.get(token)?;
+        let digest = token_digest(token);
+        let caller = held.callers.get(&digest)?;
         if caller.expires.is_some_and(|exp| get_current_timestamp() < exp) {
             return Some(caller.clone());
         }
         // Expired: the full check says so (or lets it through within the clock skew).
-        held.callers.remove(token);
+        held.callers.remove(&digest);
         None
     }
 
@@ -495,12 +532,12 @@ impl Verified {
             held.callers.retain(|_, caller| caller.expires.is_some_and(|exp| now < exp));
         }
         if held.callers.len() >= MAX_VERIFIED {
-            let soonest = held.callers.iter().min_by_key(|(_, caller)| caller.expires).map(|(token, _)| token.clone());
+            let soonest = held.callers.iter().min_by_key(|(_, caller)| caller.expires).map(|(digest, _)| *digest);
             if let Some(soonest) = soonest {
                 held.callers.remove(&soonest);
             }
         }
-        held.callers.insert(token.to_string(), caller.clone());
+        held.callers.insert(token_digest(token), caller.clone());
     }
 }
 // ANCHOR_END: verified
@@ -511,16 +548,20 @@ impl Verified {
 /// authorization server is down; fetched again when a token names a key not held (the
 /// authorization server rotated its keys), but not more often than `REFETCH_AFTER`, so
 /// that tokens naming made-up keys cannot make this server flood it; and fetched again
-/// when older than `KEYS_MAX_AGE`, so that a key withdrawn is soon refused.
+/// when older than `KEYS_MAX_AGE`, by the next request with a token, even one the record
+/// of verified tokens answers, so that a key withdrawn is soon refused.
 ///
 /// A fetch runs on a thread of its own, never on a worker: a slow authorization server
 /// must not hold the workers that answer everyone else. A request whose key is held
 /// never waits, not even the one that starts the hourly refresh. A request whose key is
 /// not held waits only for a fetch it starts itself, and for at most `WAIT_FOR_FETCH`;
-/// while another request's fetch is under way it does not wait at all.
+/// while another request's fetch is under way it does not wait at all. It is an unknown
+/// key (`401`) only if the last fetch brought the keys; else `503`.
 struct Keys {
     /// Shared with the thread that fetches.
     shared: Arc<Shared>,
+    /// How old the keys may grow: `KEYS_MAX_AGE`, but for tests.
+    max_age: Duration,
 }
 
 struct Shared {
@@ -550,6 +591,8 @@ struct Cache {
     fetched: Option<Instant>,
     /// Whether a fetch is under way.
     fetching: bool,
+    /// Whether the last fetch failed: the keys held may not be all the keys there are.
+    last_fetch_failed: bool,
     /// The `jwks_uri` discovered, once it is.
     jwks_uri: Option<String>,
 }
@@ -573,15 +616,25 @@ const MAX_DOCUMENT_BYTES: u64 = 256 * 1024;
 // ANCHOR_END: keys
 
 impl Keys {
-    fn new(source: KeySource) -> Keys {
+    fn new(source: KeySource, max_age: Duration) -> Keys {
         let shared =
             Shared { source, cache: Mutex::default(), fetch_ended: Condvar::new(), version: AtomicU64::new(0) };
-        Keys { shared: Arc::new(shared) }
+        Keys { shared: Arc::new(shared), max_age }
     }
 
     /// Which keys are held: a number that changes when they do.
     fn version(&self) -> u64 {
         self.shared.version.load(Ordering::Acquire)
+    }
+
+    /// Fetch the keys again in the background if those held are older than `max_age`
+    /// and no fetch is under way; the request goes on with the keys held. For a token the
+    /// record of verified tokens answers, which needs no key.
+    fn refresh_if_old(&self) {
+        let mut cache = lock(&self.shared.cache);
+        if cache.fetched.is_some_and(|at| at.elapsed() >= self.max_age) && !cache.fetching {
+            self.start_fetch(&mut cache);
+        }
     }
 
     /// The key named `kid` that may check `alg`. A token without a `kid` may use the
@@ -592,7 +645,7 @@ impl Keys {
         if let Some((_, key)) = pick(&cache.keys, kid, alg) {
             let key = key.clone();
             // Old keys are refreshed in the background; this request goes on with the key held.
-            if since(&cache, KEYS_MAX_AGE) && !cache.fetching {
+            if since(&cache, self.max_age) && !cache.fetching {
                 self.start_fetch(&mut cache);
             }
             return Ok(key);
@@ -611,9 +664,11 @@ impl Keys {
         }
         match pick(&cache.keys, kid, alg) {
             Some((_, key)) => Ok(key.clone()),
-            // A fetch under way may bring the key, and with none held the token cannot be
-            // checked: either way the token may be fine, it cannot be told now.
-            None if cache.fetching || cache.keys.is_empty() => Err(Invalid::KeysUnavailable),
+            // A fetch under way may bring the key; with none held, or after a fetch that
+            // failed, the key may be one published since (a rotation). Either way the
+            // token may be fine: it cannot be told now.
+            None if cache.fetching || cache.keys.is_empty() || cache.last_fetch_failed => Err(Invalid::KeysUnavailable),
+            // The last fetch brought the keys published, and this one is not among them.
             None => Err(Invalid::token("the token is signed with an unknown key")),
         }
     }
@@ -632,6 +687,7 @@ impl Keys {
             let mut cache = lock(&shared.cache);
             cache.fetching = false;
             cache.fetched = Some(Instant::now());
+            cache.last_fetch_failed = fetched.is_err();
             match fetched {
                 Ok((keys, jwks_uri)) => {
                     if !keys.iter().map(|(jwk, _)| jwk).eq(cache.keys.iter().map(|(jwk, _)| jwk)) {
