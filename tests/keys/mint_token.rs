@@ -2,8 +2,8 @@
 //! 18's transcript and tests: `cargo run --example mint-token -- --sub alice`.
 //!
 //! Every claim has a flag, so that a test can make each kind of token a server must
-//! refuse: expired, not yet valid, for another audience, from another issuer, of
-//! another type, signed with a shared secret, or from a client whose id is a user's
+//! refuse: expired, not yet valid, for another audience or none, from another issuer,
+//! of another type, signed with a shared secret, or from a client whose id is a user's
 //! name. The defaults make a token chapter 18's transcript accepts. Times are fixed
 //! numbers, not "now": the same flags make the same token on any day, until 2100.
 
@@ -24,6 +24,7 @@ struct Args {
     scope: String,
     #[arg(long, default_value = "https://auth.example.com")]
     iss: String,
+    /// The audience; `--aud ''` leaves the claim out.
     #[arg(long, default_value = "http://127.0.0.1:8080/mcp")]
     aud: String,
     /// Expiry, in seconds since 1970 (default: 2100-01-01).
@@ -70,6 +71,9 @@ fn main() {
         ("scope", json!(args.scope)),
     ] {
         claims.insert(name.to_string(), value);
+    }
+    if args.aud.is_empty() {
+        claims.remove("aud");
     }
     println!("{}", encode(&header, &Value::Object(claims), &key).expect("the test keys sign"));
 }
