@@ -411,9 +411,7 @@ fn run_payroll(_arguments: &Map<String, Value>, call: &mut Call) -> ToolResult {
         let step = done + 1;
         call.log(Level::Debug, json!(format!("reading timesheet {step} of {total}")));
         if !call.wait(TIMESHEET_READ_TIME) {
-            // Said to a client that stopped the call, or has gone: `Call::log` sends it
-            // only while the call runs, so a client that cancelled hears nothing more.
-            call.log(Level::Warning, json!(format!("stopped after {done} of {total} timesheets")));
+            call.log(Level::Warning, json!(format!("stopped after {done} of {total}"))); // not sent once stopped
             return ToolResult::error("The payroll run was stopped before it finished.");
         }
         let (hours, overtime, pay) = week_pay(timesheet);
@@ -426,9 +424,7 @@ fn run_payroll(_arguments: &Map<String, Value>, call: &mut Call) -> ToolResult {
         lines.push(format!("{}: {:.2}", timesheet.employee, pay));
         wage_bill = cents(wage_bill + pay);
     }
-    // The end of the run, reported as a step of its own. Its value is the last
-    // timesheet's, so `Call::progress` does not send it: progress MUST increase.
-    call.progress(total as u64, total as u64, "payroll done");
+    call.progress(total as u64, total as u64, "payroll done"); // not sent: no more than the last
     ToolResult::text(format!("Payroll for {total} employees. {}. Total: {wage_bill:.2}.", lines.join("; ")))
 }
 

@@ -282,18 +282,16 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
 /// the server at all, and one more for each kind of change a tool makes. Name yours after
 /// what they allow, so that a user who is asked to grant one knows what they agree to.
 ///
-/// The scopes every user needs, which the Protected Resource Metadata lists
-/// (`scopes_supported`): "the minimal set of scopes necessary for basic functionality"
-/// (`2025-11-25/basic/authorization.mdx`, Scope Selection Strategy). A client asks for
-/// the others when a `403` names them.
+/// The scopes every user needs, which the Protected Resource Metadata lists (`scopes_supported`):
+/// "the minimal set of scopes necessary for basic functionality" (`2025-11-25/basic/authorization.mdx`,
+/// Scope Selection Strategy). A client asks for the others when a `403` names them.
 const BASIC_SCOPES: &[&str] = &[READ_SCOPE];
 
-/// To run the payroll: it pays people.
-const PAYROLL_SCOPE: &str = "payroll:run";
+const PAYROLL_SCOPE: &str = "payroll:run"; // to run the payroll: it pays people
 
-/// The scopes a request needs besides `mcp:read`, by what it names: the tool it calls, or
-/// a resource (YOUR RESOURCES) it reads, subscribes to or listens for, by its URI exactly
-/// as resources.rs finds it. None to only read; the last run lists what each one was paid.
+/// The scopes a request needs besides `mcp:read`, by what it names: the tool it calls, or a resource
+/// (YOUR RESOURCES) it reads, subscribes to or listens for, by its URI exactly as resources.rs finds
+/// it. None to only read; the last run lists what each one was paid.
 fn scopes_for(tool_or_uri: &str) -> &'static [&'static str] {
     match tool_or_uri {
         "run_payroll" | APPROVE_PAYROLL | LAST_RUN_URI => &[PAYROLL_SCOPE],
@@ -474,9 +472,7 @@ fn run_payroll(_arguments: &Map<String, Value>, call: &mut Call) -> ToolResult {
         let step = done + 1;
         call.log(Level::Debug, json!(format!("reading timesheet {step} of {total}")));
         if !call.wait(TIMESHEET_READ_TIME) {
-            // Said to a client that stopped the call, or has gone: `Call::log` sends it
-            // only while the call runs, so a client that cancelled hears nothing more.
-            call.log(Level::Warning, json!(format!("stopped after {done} of {total} timesheets")));
+            call.log(Level::Warning, json!(format!("stopped after {done} of {total}"))); // not sent once stopped
             return ToolResult::error("The payroll run was stopped before it finished.");
         }
         let (hours, overtime, pay) = week_pay(timesheet);
@@ -489,9 +485,7 @@ fn run_payroll(_arguments: &Map<String, Value>, call: &mut Call) -> ToolResult {
         lines.push(format!("{}: {:.2}", timesheet.employee, pay));
         wage_bill = cents(wage_bill + pay);
     }
-    // The end of the run, reported as a step of its own. Its value is the last
-    // timesheet's, so `Call::progress` does not send it: progress MUST increase.
-    call.progress(total as u64, total as u64, "payroll done");
+    call.progress(total as u64, total as u64, "payroll done"); // not sent: no more than the last
     let summary = format!("Payroll for {total} employees. {}. Total: {wage_bill:.2}.", lines.join("; "));
     // ANCHOR: resource_changed
     // Chapter 17: the run is kept as `payroll://last-run`, and whoever subscribed to it
