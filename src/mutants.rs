@@ -182,6 +182,23 @@ impl<'a> Code<'a> {
         open
     }
 
+    /// Add line `number`'s brackets to `depth`: up for each one it opens, down for each
+    /// one it closes. `false` as soon as `depth` goes below zero: the line closed a
+    /// bracket opened before the count began.
+    fn count_brackets(&self, number: usize, depth: &mut i32) -> bool {
+        for byte in self.code(number).bytes() {
+            match byte {
+                b'(' | b'[' | b'{' => *depth += 1,
+                b')' | b']' | b'}' => *depth -= 1,
+                _ => {}
+            }
+            if *depth < 0 {
+                return false;
+            }
+        }
+        true
+    }
+
     /// The statements (or `match` arms) that start on line `number`, as the line each
     /// ends on and what leaving it out means. A `let` is left alone (without it the
     /// code does not compile), and so is the value a block ends with.
@@ -198,17 +215,10 @@ impl<'a> Code<'a> {
         }
         // Where it ends: the first line after which every bracket it opened is closed
         // again, ending as a statement (or an arm) does.
-        let mut depth = 0i32;
+        let mut depth = 0;
         for n in number..=self.lines.len() {
-            for byte in self.code(n).bytes() {
-                match byte {
-                    b'(' | b'[' | b'{' => depth += 1,
-                    b')' | b']' | b'}' => depth -= 1,
-                    _ => {}
-                }
-                if depth < 0 {
-                    return Vec::new(); // the block it is in ended: it was the block's value
-                }
+            if !self.count_brackets(n, &mut depth) {
+                return Vec::new(); // the block it is in ended: it was the block's value
             }
             let end = self.code(n).trim_end();
             let next = self.code_after(n).map(|n| self.code(n).trim_start()).unwrap_or("");
@@ -242,17 +252,10 @@ impl<'a> Code<'a> {
         if !in_json || !text.starts_with('"') || !text.contains("\":") || !before.ends_with([',', '{']) {
             return None;
         }
-        let mut depth = 0i32;
+        let mut depth = 0;
         for n in number..=self.lines.len() {
-            for byte in self.code(n).bytes() {
-                match byte {
-                    b'(' | b'[' | b'{' => depth += 1,
-                    b')' | b']' | b'}' => depth -= 1,
-                    _ => {}
-                }
-                if depth < 0 {
-                    return None; // a last member without a comma: leaving it out leaves one before
-                }
+            if !self.count_brackets(n, &mut depth) {
+                return None; // a last member without a comma: leaving it out leaves one before
             }
             if depth == 0 && self.code(n).trim_end().ends_with(',') {
                 let name = text.split("\":").next().unwrap_or(text);
@@ -569,7 +572,7 @@ pub fn run(chapter: &Chapter, explained: &[Explained], list_only: bool) -> Resul
     }
 
     let transcript = transcript::parse(&read(&chapter.transcript_path())?).map_err(|e| e.to_string())?;
-    let copy = Copy::make()?;
+    let copy = WorkbookCopy::make()?;
     let relative = counterpart.strip_prefix(chapters::workbook_root()).map_err(|e| e.to_string())?;
     let in_copy = copy.tree.join(relative);
     let check = |text: &str| -> Result<Option<Vec<String>>, String> {
@@ -669,16 +672,16 @@ fn ranges(lines: &[RangeInclusive<usize>]) -> String {
 /// A copy of the workbook's files (those git tracks, and new ones it does not ignore) in
 /// `target/mutants/tree`, built into `target/mutants/target`; a file already there as it
 /// is here is left alone, so that a second run rebuilds only what changed.
-struct Copy {
+struct WorkbookCopy {
     tree: PathBuf,
     target: PathBuf,
 }
 
-impl Copy {
-    fn make() -> Result<Copy, String> {
+impl WorkbookCopy {
+    fn make() -> Result<WorkbookCopy, String> {
         let root = chapters::workbook_root();
         let base = root.join("target").join("mutants");
-        let copy = Copy { tree: base.join("tree"), target: base.join("target") };
+        let copy = WorkbookCopy { tree: base.join("tree"), target: base.join("target") };
         let listed = Command::new("git")
             .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
             .current_dir(root)

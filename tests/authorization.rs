@@ -161,9 +161,17 @@ fn start(args: &[&str]) -> RunningServer {
     common::start(BINARY, &[&["--resource", RESOURCE], args].concat())
 }
 
-/// A `tools/call` of `PingME` with `token`.
-fn ping(address: SocketAddr, token: &str) -> HttpResponse {
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "PingME" } });
+/// The chapter's server with the transcript's keys, from a file, and `extra` flags.
+fn start_with_test_keys(extra: &[&str]) -> RunningServer {
+    start(
+        &[&["--authorization-server", "https://auth.example.com", "--jwks-file", "tests/keys/jwks.json"], extra]
+            .concat(),
+    )
+}
+
+/// A `tools/call` of `tool` with `token`.
+fn call(address: SocketAddr, token: &str, tool: &str) -> HttpResponse {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": tool } });
     let authorization = format!("Bearer {token}");
     let headers = [
         ("Content-Type", "application/json"),
@@ -171,6 +179,11 @@ fn ping(address: SocketAddr, token: &str) -> HttpResponse {
         ("Authorization", authorization.as_str()),
     ];
     replay::send(address, &request("POST", &headers, &body.to_string())).expect("the call is answered")
+}
+
+/// A `tools/call` of `PingME` with `token`.
+fn ping(address: SocketAddr, token: &str) -> HttpResponse {
+    call(address, token, "PingME")
 }
 
 #[test]
@@ -260,14 +273,7 @@ fn no_keys_is_503_not_a_bad_token() {
 
 #[test]
 fn the_rate_limit_counts_by_subject_not_by_address() {
-    let server = start(&[
-        "--authorization-server",
-        "https://auth.example.com",
-        "--jwks-file",
-        "tests/keys/jwks.json",
-        "--max-calls-per-minute",
-        "1",
-    ]);
+    let server = start_with_test_keys(&["--max-calls-per-minute", "1"]);
     let alice = token("https://auth.example.com", "alice", "mcp:read", TEST_KEY, "workbook-test-key");
     let bob = token("https://auth.example.com", "bob", "mcp:read", TEST_KEY, "workbook-test-key");
     assert_eq!(ping(server.address, &alice).status, 200);
@@ -280,14 +286,7 @@ fn the_rate_limit_counts_by_subject_not_by_address() {
 /// calls must not spend that user's share.
 #[test]
 fn the_rate_limit_counts_by_subject_and_client() {
-    let server = start(&[
-        "--authorization-server",
-        "https://auth.example.com",
-        "--jwks-file",
-        "tests/keys/jwks.json",
-        "--max-calls-per-minute",
-        "1",
-    ]);
+    let server = start_with_test_keys(&["--max-calls-per-minute", "1"]);
     let alice = token_of_client("alice", "workbook-client", "mcp:read");
     let client_named_alice = token_of_client("alice", "alice", "mcp:read");
     assert_eq!(ping(server.address, &client_named_alice).status, 200);
@@ -299,7 +298,7 @@ fn the_rate_limit_counts_by_subject_and_client() {
 /// as a state of another call, and the payroll does not run.
 #[test]
 fn a_request_state_is_its_callers_not_its_subjects() {
-    let server = start(&["--authorization-server", "https://auth.example.com", "--jwks-file", "tests/keys/jwks.json"]);
+    let server = start_with_test_keys(&[]);
     let approve = |token: &str, extra: Value| {
         let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} } });
         let mut params = json!({ "name": "approve_payroll", "_meta": meta });
@@ -331,7 +330,7 @@ fn a_request_state_is_its_callers_not_its_subjects() {
 
 #[test]
 fn a_sessions_stream_is_its_subjects() {
-    let server = start(&["--authorization-server", "https://auth.example.com", "--jwks-file", "tests/keys/jwks.json"]);
+    let server = start_with_test_keys(&[]);
     let alice =
         format!("Bearer {}", token("https://auth.example.com", "alice", "mcp:read", TEST_KEY, "workbook-test-key"));
     let bob = format!("Bearer {}", token("https://auth.example.com", "bob", "mcp:read", TEST_KEY, "workbook-test-key"));
@@ -355,14 +354,7 @@ fn a_sessions_stream_is_its_subjects() {
 
 #[test]
 fn a_stream_ends_when_its_token_expires() {
-    let server = start(&[
-        "--authorization-server",
-        "https://auth.example.com",
-        "--jwks-file",
-        "tests/keys/jwks.json",
-        "--clock-skew-secs",
-        "0",
-    ]);
+    let server = start_with_test_keys(&["--clock-skew-secs", "0"]);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
     // With `payroll:run`: what listening to the last run needs.
     let scope = "mcp:read payroll:run";
@@ -498,11 +490,6 @@ fn a_document_that_is_not_a_jwk_set_keeps_the_keys() {
     assert!(refused.header("WWW-Authenticate").unwrap().contains("unknown key"), "{refused:?}");
 }
 
-/// The chapter's server with the transcript's keys, from a file.
-fn start_with_test_keys() -> RunningServer {
-    start(&["--authorization-server", "https://auth.example.com", "--jwks-file", "tests/keys/jwks.json"])
-}
-
 /// The claims of a token the server takes, for `sub` alice.
 fn good_claims() -> Value {
     json!({ "iss": "https://auth.example.com", "sub": "alice", "aud": RESOURCE, "exp": 4_102_444_800u64, "scope": "mcp:read" })
@@ -510,7 +497,7 @@ fn good_claims() -> Value {
 
 #[test]
 fn a_critical_header_extension_is_refused() {
-    let server = start_with_test_keys();
+    let server = start_with_test_keys(&[]);
     assert_eq!(ping(server.address, &signed(good_claims(), |_| ())).status, 200);
     // RFC 7515, section 4.1.11: a recipient that does not understand every name in
     // `crit` must take the JWS as invalid. This server understands none.
@@ -527,7 +514,7 @@ fn a_critical_header_extension_is_refused() {
 
 #[test]
 fn iss_is_a_string_equal_to_the_issuer() {
-    let server = start_with_test_keys();
+    let server = start_with_test_keys(&[]);
     // RFC 7519, section 4.1.1: `iss` is a string; RFC 9068, section 4: it must match the
     // issuer exactly. An array that holds the issuer is neither.
     for iss in [json!(["https://auth.example.com"]), json!(["https://auth.example.com", "https://evil.example.com"])] {
@@ -544,7 +531,7 @@ fn iss_is_a_string_equal_to_the_issuer() {
 /// token without one, or with another type, is refused, and the refusal says so.
 #[test]
 fn exp_is_any_number_from_zero_up() {
-    let server = start_with_test_keys();
+    let server = start_with_test_keys(&[]);
     let with_exp = |exp: Option<Value>| {
         let mut claims = good_claims();
         match exp {
@@ -592,28 +579,9 @@ fn redirects_are_not_followed() {
     assert_eq!((issuer_server.asked("/moved-metadata"), issuer_server.asked("/moved-jwks")), (0, 0));
 }
 
-/// A `tools/call` of `tool` with `token`.
-fn call(address: SocketAddr, token: &str, tool: &str) -> HttpResponse {
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": tool } });
-    let authorization = format!("Bearer {token}");
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json"),
-        ("Authorization", authorization.as_str()),
-    ];
-    replay::send(address, &request("POST", &headers, &body.to_string())).expect("the call is answered")
-}
-
 #[test]
 fn a_remembered_token_still_expires_and_still_needs_its_scopes() {
-    let server = start(&[
-        "--authorization-server",
-        "https://auth.example.com",
-        "--jwks-file",
-        "tests/keys/jwks.json",
-        "--clock-skew-secs",
-        "0",
-    ]);
+    let server = start_with_test_keys(&["--clock-skew-secs", "0"]);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
     let brief = token_until("https://auth.example.com", "alice", "mcp:read", TEST_KEY, "workbook-test-key", now + 3);
     // Verified once, then remembered: the second request is answered from the record...
@@ -634,7 +602,7 @@ fn a_remembered_token_still_expires_and_still_needs_its_scopes() {
 /// in one byte (here the signature's first character) is not it, and is checked in full.
 #[test]
 fn a_token_one_byte_off_a_remembered_one_is_checked_in_full() {
-    let server = start_with_test_keys();
+    let server = start_with_test_keys(&[]);
     let alice = token("https://auth.example.com", "alice", "mcp:read", TEST_KEY, "workbook-test-key");
     assert_eq!(ping(server.address, &alice).status, 200);
     assert_eq!(ping(server.address, &alice).status, 200, "remembered");
