@@ -315,9 +315,7 @@ fn run_mutants(queries: &[String], list_only: bool) -> Result<bool, String> {
     } else {
         queries.iter().map(|q| with_chapter(q)).collect::<Result<_, _>>()?
     };
-    let path = chapters::workbook_root().join(mutants::SURVIVORS_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let explained = mutants::explained(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let explained = mutants::explained_in_workbook()?;
     let mut tallies = Vec::new();
     for chapter in chosen {
         tallies.push((chapter, mutants::run(chapter, &explained, list_only)?));

@@ -67,6 +67,13 @@ pub struct Explained {
     pub because: String,
 }
 
+/// The entries of the workbook's own [`SURVIVORS_FILE`].
+pub fn explained_in_workbook() -> Result<Vec<Explained>, String> {
+    let path = chapters::workbook_root().join(SURVIVORS_FILE);
+    let text = fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    explained(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Read [`SURVIVORS_FILE`]'s entries: each a line `chapter: what`, then the indented lines
 /// `on: <the line it changes>` and `because: <why no exchange can see it>`. Blank lines and
 /// lines starting with `#` are left out.

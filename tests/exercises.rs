@@ -178,9 +178,7 @@ fn the_workbook_tracks_no_symlinks() {
 /// the command says so when an explanation has no survivor left.)
 #[test]
 fn every_explained_survivor_is_still_a_mutant() {
-    let root = chapters::workbook_root();
-    let text = std::fs::read_to_string(root.join(mutants::SURVIVORS_FILE)).unwrap();
-    let explained = mutants::explained(&text).unwrap_or_else(|e| panic!("{}: {e}", mutants::SURVIVORS_FILE));
+    let explained = mutants::explained_in_workbook().unwrap_or_else(|e| panic!("{e}"));
     assert!(!explained.is_empty());
     for entry in explained {
         let chapter = chapters::find(&entry.chapter).unwrap_or_else(|| panic!("no chapter {:?}", entry.chapter));
