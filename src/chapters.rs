@@ -74,6 +74,13 @@ pub const CHAPTERS: &[Chapter] = &[
         piece: Some("authorization"),
         features: &["authorization"],
     },
+    Chapter {
+        number: 19,
+        name: "ch19-tasks",
+        title: "Tasks: long work that outlives its request",
+        piece: Some("tasks"),
+        features: &["authorization"],
+    },
 ];
 
 impl Chapter {

@@ -49,6 +49,8 @@ macro_rules! every_chapter {
             ch17_subscriptions => "ch17-subscriptions",
             #[cfg(feature = "authorization")]
             ch18_authorization => "ch18-authorization",
+            #[cfg(feature = "authorization")]
+            ch19_tasks => "ch19-tasks",
         }
     };
 }
