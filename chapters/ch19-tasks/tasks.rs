@@ -61,9 +61,10 @@ pub fn missing_tasks_extension(what: &str) -> RpcError {
 // ANCHOR_END: negotiation
 
 // ANCHOR: tasks
-/// How long a task's record lives from its creation (`ttlMs`): a client that polls
-/// now and then has ten minutes to read the result. "The server may discard the task
-/// after the TTL elapses"; this one does.
+/// How long a task's record lives from its creation (`ttlMs`). "The server may discard
+/// the task after the TTL elapses"; this one does. A task works for at most half of it
+/// (five minutes, where a call that holds its request has one): the other half is for
+/// reading how it ended.
 pub const TASK_TTL: Duration = Duration::from_secs(600);
 /// How often a client should poll (`pollIntervalMs`): "Clients SHOULD honor this value
 /// to avoid overwhelming the server."
@@ -212,7 +213,7 @@ impl Tasks {
         let worker_id = id.clone();
         let spawned = thread::Builder::new().name("task".into()).spawn(move || {
             let mut outlet = TaskOutlet { tasks: self, id: worker_id.clone() };
-            let outcome = detached.run(&mut outlet, self.ttl);
+            let outcome = detached.run(&mut outlet, self.ttl / 2);
             self.end(&worker_id, outcome);
         });
         // No thread, no task: its record goes, and the call runs as an ordinary one.
