@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use crate::authorization::Caller;
 use crate::input_required::{MISSING_CLIENT_CAPABILITY, now_secs, parse_state_key, random_key, siphash_2_4};
 use crate::jsonrpc::RpcError;
+use crate::listen::Listeners;
 use crate::mcp::lock;
 use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
 use crate::streaming::{LongCall, Outlet, Server};
@@ -61,9 +62,10 @@ pub fn missing_tasks_extension(what: &str) -> RpcError {
 // ANCHOR_END: negotiation
 
 // ANCHOR: tasks
-/// How long a task's record lives from its creation (`ttlMs`): a client that polls
-/// now and then has ten minutes to read the result. "The server may discard the task
-/// after the TTL elapses"; this one does.
+/// How long a task's record lives from its creation (`ttlMs`). "The server may discard
+/// the task after the TTL elapses"; this one does. A task works for at most half of it
+/// (five minutes, where a call that holds its request has one): the other half is for
+/// reading how it ended.
 pub const TASK_TTL: Duration = Duration::from_secs(600);
 /// How often a client should poll (`pollIntervalMs`): "Clients SHOULD honor this value
 /// to avoid overwhelming the server."
@@ -125,7 +127,10 @@ enum Status {
     Working,
     /// Waiting for the answer to one question: its key, and the request the client must
     /// answer (an `elicitation/create`, as chapter 15 asks it).
-    InputRequired { key: String, request: Value },
+    InputRequired {
+        key: String,
+        request: Value,
+    },
     /// The tool's result, `isError: true` included: "This includes tool calls that
     /// returned results with `isError: true`."
     Completed(Value),
@@ -203,14 +208,14 @@ impl Tasks {
         // `CreateTaskResult` until the task is durably created — that is, until a
         // `tasks/get` for the returned `taskId` would resolve."
         // "Servers MUST set `resultType` to `"task"` when returning a `CreateTaskResult`".
-        let created = self.shown(&id, &task, "task");
+        let created = self.shown(&id, &task, Some("task"));
         held.insert(id.clone(), task);
         drop(held);
         let worker_id = id.clone();
         let spawned = thread::Builder::new().name("task".into()).spawn(move || {
-            let mut outlet = TaskOutlet { tasks: self, id: worker_id.clone() };
-            let outcome = detached.run(&mut outlet, self.ttl);
-            self.end(&worker_id, outcome);
+            let mut outlet = TaskOutlet { tasks: self, id: worker_id.clone(), listeners: server.listeners };
+            let outcome = detached.run(&mut outlet, self.ttl / 2);
+            self.end(&worker_id, outcome, server.listeners);
         });
         // No thread, no task: its record goes, and the call runs as an ordinary one.
         if spawned.is_err() {
@@ -234,20 +239,28 @@ impl Tasks {
     /// asked to stop and stopped is `cancelled`; one that finished first keeps what it
     /// finished with ("MAY ultimately reach a terminal status other than `cancelled` if
     /// the work finished before cancellation could take effect").
-    fn end(&self, id: &str, outcome: Option<Result<Value, RpcError>>) {
+    fn end(&self, id: &str, outcome: Option<Result<Value, RpcError>>, listeners: &Listeners) {
         let status = match outcome {
             Some(Ok(result)) => Status::Completed(result),
             Some(Err(error)) => Status::Failed(serde_json::to_value(error).expect("an error is JSON")),
             None => Status::Cancelled,
         };
-        self.update(id, |task| task.status = status);
+        self.update(id, |task| task.status = status, listeners);
     }
 
-    /// Change task `id`, if it is still held, and note when.
-    fn update(&self, id: &str, change: impl FnOnce(&mut Task)) {
-        if let Some(task) = lock(&self.held).get_mut(id) {
+    /// Change task `id`'s status, if it is still held; note when, and tell whoever
+    /// listens for it (`subscriptions/listen` with `taskIds`): "Each notification carries
+    /// a complete `DetailedTask` for the current status, identical to what `tasks/get`
+    /// would have returned at that moment."
+    fn update(&self, id: &str, change: impl FnOnce(&mut Task), listeners: &Listeners) {
+        let changed = lock(&self.held).get_mut(id).map(|task| {
             change(task);
             task.last_updated_at = now_secs();
+            self.shown(id, task, None)
+        });
+        // Told once the lock is let go: a slow listener holds up no task.
+        if let Some(task) = changed {
+            listeners.task_changed(id, task);
         }
     }
 }
@@ -269,10 +282,11 @@ impl Tasks {
         match method {
             // A task, as `tasks/get` answers it, is that method's complete result: "The
             // `resultType` field MUST be set to `"complete"` on this object".
-            "tasks/get" => Ok(self.shown(id, task, "complete")),
+            "tasks/get" => Ok(self.shown(id, task, Some("complete"))),
             "tasks/update" => {
                 let responses = params.and_then(|p| p.get("inputResponses")).and_then(Value::as_object);
-                let responses = responses.ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
+                let responses =
+                    responses.ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
                 // Only the answer to the question outstanding is taken: "A server SHOULD
                 // ignore any `inputResponses` responses mapped to a key that is not
                 // currently outstanding for the task".
@@ -299,9 +313,10 @@ impl Tasks {
         lock(&self.held).values_mut().for_each(|task| task.cancel_requested = true);
     }
 
-    /// A task as a result shows it, marked `result_type`: the fields every status has,
-    /// and what its status carries (a `DetailedTask`).
-    fn shown(&self, id: &str, task: &Task, result_type: &str) -> Value {
+    /// A task as a result shows it, marked `result_type`, or as a notification does,
+    /// unmarked: the fields every status has, and what its status carries (a
+    /// `DetailedTask`).
+    fn shown(&self, id: &str, task: &Task, result_type: Option<&str>) -> Value {
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let mut shown = json!({
             "resultType": result_type,
@@ -325,7 +340,23 @@ impl Tasks {
         if let (Some(field), Some(value)) = (field, value) {
             shown[field] = value;
         }
+        if result_type.is_none() {
+            shown.as_object_mut().expect("an object").shift_remove("resultType");
+        }
         shown
+    }
+
+    /// Chapter 17's `subscriptions/listen`, with the task ids it names narrowed to the
+    /// ones `caller` holds: a task is heard of only by its owner, and one it does not
+    /// hold is left out of the acknowledgment as a task that does not exist would be.
+    pub fn narrow_listen(&self, params: Option<&Value>, caller: &Caller) -> Option<Value> {
+        let mut params = params.cloned()?;
+        if let Some(ids) = params.pointer_mut("/notifications/taskIds").and_then(Value::as_array_mut) {
+            let (owner, held) = (owner(caller), lock(&self.held));
+            let holds = |id: &str| held.get(id).is_some_and(|task| task.owner == owner);
+            ids.retain(|id| id.as_str().is_none_or(holds));
+        }
+        Some(params)
     }
 }
 // ANCHOR_END: methods
@@ -339,6 +370,8 @@ impl Tasks {
 struct TaskOutlet {
     tasks: &'static Tasks,
     id: String,
+    /// Who listens for the task's changes (chapter 17's `subscriptions/listen`).
+    listeners: &'static Listeners,
 }
 
 impl Outlet for TaskOutlet {
@@ -352,11 +385,12 @@ impl Outlet for TaskOutlet {
         // A new key for each question: "Each request key in `inputRequests` MUST be unique
         // over the lifetime of a single task."
         let request = json!({ "method": method, "params": params });
-        self.tasks.update(&self.id, |task| {
+        let asking = |task: &mut Task| {
             task.asked += 1;
             let key = format!("question-{}", task.asked);
             task.status = Status::InputRequired { key, request };
-        });
+        };
+        self.tasks.update(&self.id, asking, self.listeners);
         let heard = loop {
             if let Some(answer) = lock(&self.tasks.held).get_mut(&self.id).and_then(|task| task.answer.take()) {
                 break Ok(answer);
@@ -369,7 +403,7 @@ impl Outlet for TaskOutlet {
             }
             thread::sleep(ANSWER_CHECK_INTERVAL);
         };
-        self.tasks.update(&self.id, |task| task.status = Status::Working);
+        self.tasks.update(&self.id, |task| task.status = Status::Working, self.listeners);
         Some(heard)
     }
 }

@@ -133,7 +133,7 @@ fn route_modern(
             let error = missing_tasks_extension("listening for task notifications");
             return Routed::Answer(reply(400, id, Err(error)));
         }
-        return Routed::Listen(id, params.cloned());
+        return Routed::Listen(id, catalog.tasks.narrow_listen(params, caller));
     }
     let outcome = match method {
         "tools/call" => match tools_call(params, Era::Modern, None, caller, catalog) {
