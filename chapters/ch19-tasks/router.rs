@@ -143,7 +143,9 @@ fn route_modern(
         },
         // Chapter 19: a task's methods, for a client that declared the extension on this
         // request too, and only on that caller's own tasks (tasks.rs).
-        "tasks/get" | "tasks/update" | "tasks/cancel" if !declares_tasks(params) => Err(missing_tasks_extension(method)),
+        "tasks/get" | "tasks/update" | "tasks/cancel" if !declares_tasks(params) => {
+            Err(missing_tasks_extension(method))
+        }
         "tasks/get" | "tasks/update" | "tasks/cancel" => catalog.tasks.request(method, params, caller),
         _ => dispatch_modern(method, params, catalog),
     };

@@ -457,7 +457,9 @@ impl Detached {
         }
         if call.timed_out() {
             let seconds = time.as_secs();
-            return Some(Err(RpcError::internal_error(&format!("the task took longer than {seconds} s, and was stopped"))));
+            return Some(Err(RpcError::internal_error(&format!(
+                "the task took longer than {seconds} s, and was stopped"
+            ))));
         }
         Some(result)
     }

@@ -125,7 +125,10 @@ enum Status {
     Working,
     /// Waiting for the answer to one question: its key, and the request the client must
     /// answer (an `elicitation/create`, as chapter 15 asks it).
-    InputRequired { key: String, request: Value },
+    InputRequired {
+        key: String,
+        request: Value,
+    },
     /// The tool's result, `isError: true` included: "This includes tool calls that
     /// returned results with `isError: true`."
     Completed(Value),
@@ -202,9 +205,8 @@ impl Tasks {
         // The record is in place before the answer goes out: "A server MUST NOT return
         // `CreateTaskResult` until the task is durably created — that is, until a
         // `tasks/get` for the returned `taskId` would resolve."
-        let mut created = self.shown(&id, &task);
         // "Servers MUST set `resultType` to `"task"` when returning a `CreateTaskResult`".
-        created["resultType"] = json!("task");
+        let created = self.shown(&id, &task, "task");
         held.insert(id.clone(), task);
         drop(held);
         let worker_id = id.clone();
@@ -268,10 +270,13 @@ impl Tasks {
         let task = held.get_mut(id).filter(|task| task.owner == owner);
         let task = task.ok_or_else(|| RpcError::invalid_params("Failed to retrieve task: Task not found"))?;
         match method {
-            "tasks/get" => Ok(self.shown(id, task)),
+            // A task, as `tasks/get` answers it, is that method's complete result: "The
+            // `resultType` field MUST be set to `"complete"` on this object".
+            "tasks/get" => Ok(self.shown(id, task, "complete")),
             "tasks/update" => {
                 let responses = params.and_then(|p| p.get("inputResponses")).and_then(Value::as_object);
-                let responses = responses.ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
+                let responses =
+                    responses.ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
                 // Only the answer to the question outstanding is taken: "A server SHOULD
                 // ignore any `inputResponses` responses mapped to a key that is not
                 // currently outstanding for the task".
@@ -298,11 +303,12 @@ impl Tasks {
         lock(&self.held).values_mut().for_each(|task| task.cancel_requested = true);
     }
 
-    /// A task as `tasks/get` shows it (a `DetailedTask`): the fields every status has, and
-    /// what its status carries.
-    fn shown(&self, id: &str, task: &Task) -> Value {
+    /// A task as a result shows it, marked `result_type`: the fields every status has,
+    /// and what its status carries (a `DetailedTask`).
+    fn shown(&self, id: &str, task: &Task, result_type: &str) -> Value {
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let mut shown = json!({
+            "resultType": result_type,
             "taskId": id,
             "status": "working",
             "createdAt": iso_8601(task.created_at),
