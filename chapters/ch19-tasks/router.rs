@@ -309,6 +309,7 @@ fn tools_call(
     if let Some(refused) = arguments_refused(tool, &arguments) {
         return Ok(ToolCall::Done(refused.into_json()));
     }
+    // ANCHOR: task_or_call
     // Chapter 19: in 2026-07-28 a tool that works in steps becomes a task, for a client
     // that declared the tasks extension on this request, if there is room for one more
     // (tasks.rs); else it runs as below. A tool that asks needs a client that can answer.
@@ -324,6 +325,7 @@ fn tools_call(
             return Ok(ToolCall::Done(created));
         }
     }
+    // ANCHOR_END: task_or_call
     // Chapter 15: in 2026-07-28 a tool that asks the client answers through its own path.
     if era == Era::Modern && tool.name() == catalog.asking.name {
         return call_asking(params, &catalog.asking, caller.identity().as_deref()).map(ToolCall::Done);
@@ -343,6 +345,7 @@ fn tools_call(
 /// handshake era's.
 fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
+        // ANCHOR: discover
         // Chapter 19: and the extensions it supports, a field 2026-07-28 added (SEP-2133);
         // `initialize`'s capabilities, of 2025-11-25, have none.
         "server/discover" => {
@@ -350,6 +353,7 @@ fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> R
             capabilities["extensions"] = extensions();
             Ok(discover(capabilities))
         }
+        // ANCHOR_END: discover
         // A log level is asked for per request now (`2026-07-28/changelog.mdx`), and a
         // client subscribes with `subscriptions/listen` (listen.rs), which "replaces the
         // former `resources/subscribe` RPC and the HTTP GET endpoint"
