@@ -248,6 +248,7 @@ impl Tasks {
         self.update(id, |task| task.status = status, listeners);
     }
 
+    // ANCHOR: notify
     /// Change task `id`'s status, if it is still held; note when, and tell whoever
     /// listens for it (`subscriptions/listen` with `taskIds`): "Each notification carries
     /// a complete `DetailedTask` for the current status, identical to what `tasks/get`
@@ -263,12 +264,26 @@ impl Tasks {
             listeners.task_changed(id, task);
         }
     }
+
+    /// Chapter 17's `subscriptions/listen`, with the task ids it names narrowed to the
+    /// ones `caller` holds: a task is heard of only by its owner, and one it does not
+    /// hold is left out of the acknowledgment as a task that does not exist would be.
+    pub fn narrow_listen(&self, params: Option<&Value>, caller: &Caller) -> Option<Value> {
+        let mut params = params.cloned()?;
+        if let Some(ids) = params.pointer_mut("/notifications/taskIds").and_then(Value::as_array_mut) {
+            let (owner, held) = (owner(caller), lock(&self.held));
+            let holds = |id: &str| held.get(id).is_some_and(|task| task.owner == owner);
+            ids.retain(|id| id.as_str().is_none_or(holds));
+        }
+        Some(params)
+    }
+    // ANCHOR_END: notify
 }
 // ANCHOR_END: create
 
 // ANCHOR: methods
 impl Tasks {
-    /// `tasks/get`, `tasks/update` and `tasks/cancel`, from `owner`. A task id that is not
+    /// `tasks/get`, `tasks/update` and `tasks/cancel`, from `caller`. A task id that is not
     /// held, has expired, or is another caller's is one answer, -32602: the error says
     /// nothing of whether someone else holds it.
     pub fn request(&self, method: &str, params: Option<&Value>, caller: &Caller) -> Result<Value, RpcError> {
@@ -344,19 +359,6 @@ impl Tasks {
             shown.as_object_mut().expect("an object").shift_remove("resultType");
         }
         shown
-    }
-
-    /// Chapter 17's `subscriptions/listen`, with the task ids it names narrowed to the
-    /// ones `caller` holds: a task is heard of only by its owner, and one it does not
-    /// hold is left out of the acknowledgment as a task that does not exist would be.
-    pub fn narrow_listen(&self, params: Option<&Value>, caller: &Caller) -> Option<Value> {
-        let mut params = params.cloned()?;
-        if let Some(ids) = params.pointer_mut("/notifications/taskIds").and_then(Value::as_array_mut) {
-            let (owner, held) = (owner(caller), lock(&self.held));
-            let holds = |id: &str| held.get(id).is_some_and(|task| task.owner == owner);
-            ids.retain(|id| id.as_str().is_none_or(holds));
-        }
-        Some(params)
     }
 }
 // ANCHOR_END: methods
