@@ -204,11 +204,11 @@ impl Tasks {
             asked: 0,
             answer: None,
         };
+        // "Servers MUST set `resultType` to `"task"` when returning a `CreateTaskResult`".
+        let created = self.shown(&id, &task, Some("task"));
         // The record is in place before the answer goes out: "A server MUST NOT return
         // `CreateTaskResult` until the task is durably created — that is, until a
         // `tasks/get` for the returned `taskId` would resolve."
-        // "Servers MUST set `resultType` to `"task"` when returning a `CreateTaskResult`".
-        let created = self.shown(&id, &task, Some("task"));
         held.insert(id.clone(), task);
         drop(held);
         let worker_id = id.clone();
@@ -405,7 +405,10 @@ impl Outlet for TaskOutlet {
             }
             thread::sleep(ANSWER_CHECK_INTERVAL);
         };
-        self.tasks.update(&self.id, |task| task.status = Status::Working, self.listeners);
+        // Answered: back to work. Not answered: the task stays as it is until its end.
+        if heard.is_ok() {
+            self.tasks.update(&self.id, |task| task.status = Status::Working, self.listeners);
+        }
         Some(heard)
     }
 }
