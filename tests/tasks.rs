@@ -160,3 +160,44 @@ fn a_refused_call_leaves_no_task_behind() {
         assert_eq!(ended["result"]["status"], "completed", "{binary}: {ended}");
     }
 }
+
+/// A cancel that comes as the work ends stops nothing: the answer to the question and the
+/// cancel go in one after the other, and the tool, which acts at once on the answer, has
+/// finished: the task is `completed`, with the payroll run, never `cancelled` after the
+/// fact (the work saw no cancellation).
+#[test]
+fn a_cancel_after_the_answer_leaves_the_task_completed() {
+    for binary in with_tasks() {
+        let server = start(&binary, &[]);
+        let id = new_task(server.address, "approve_payroll");
+        until_ended(server.address, &id, Duration::from_millis(500));
+        let yes = json!({ "question-1": { "action": "accept", "content": { "approve": true } } });
+        send(server.address, "tasks/update", &id, json!({ "taskId": id, "inputResponses": yes }), true);
+        send(server.address, "tasks/cancel", &id, json!({ "taskId": id }), true);
+        let ended = until_ended(server.address, &id, Duration::from_secs(2));
+        assert_eq!(ended["result"]["status"], "completed", "{binary}: {ended}");
+        assert_eq!(
+            ended["result"]["result"]["content"][0]["text"],
+            "Payroll approved by the user and run for this week."
+        );
+    }
+}
+
+/// A caller past its bound gets chapter 15's question instead of a task; its retry, with
+/// the answer and the state, is answered there and then, even once there is room for a
+/// task again: the round trips end before any task would be made (Task Creation).
+#[test]
+fn a_retry_with_the_answer_is_answered_not_made_a_task() {
+    for binary in with_tasks() {
+        let server = start(&binary, &["--max-tasks-per-caller", "1", "--task-ttl-secs", "1"]);
+        new_task(server.address, "run_payroll");
+        let asked = call(server.address, "approve_payroll");
+        assert_eq!(asked["resultType"], "input_required", "{binary}: past the bound, the question: {asked}");
+        thread::sleep(Duration::from_millis(1100));
+        let yes = json!({ "approval": { "action": "accept", "content": { "approve": true } } });
+        let retry = json!({ "name": "approve_payroll", "requestState": asked["requestState"], "inputResponses": yes });
+        let answer = send(server.address, "tools/call", "approve_payroll", retry, true);
+        assert_eq!(answer["result"]["resultType"], "complete", "{binary}: {answer}");
+        assert_eq!(answer["result"]["content"][0]["text"], "Payroll approved by the user and run for this week.");
+    }
+}

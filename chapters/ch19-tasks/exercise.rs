@@ -106,8 +106,9 @@ struct Task {
     /// How many questions it has asked: numbers the next question's key, so that no key
     /// is ever used twice.
     asked: u64,
-    /// The answer to the outstanding question, once `tasks/update` has brought it.
-    answer: Option<Value>,
+    /// The answer to the outstanding question, under its key, once `tasks/update` has
+    /// brought it.
+    answer: Option<(String, Value)>,
 }
 
 /// Whose a task is when the server asks for no token: anyone's who holds its id, which
@@ -151,8 +152,10 @@ impl Status {
 #[derive(clap::Args)]
 pub struct TaskFlags {
     /// The most tasks one caller may hold at once (chapter 19), ended ones included until
-    /// they expire. A call past it runs as an ordinary long call.
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    /// they expire. A call past it runs as an ordinary long call. A task at work holds
+    /// one of `--max-running-calls` for up to half its time to live: keep this well below
+    /// that, so that no one caller can hold them all.
+    #[arg(long, value_name = "N", default_value_t = 4)]
     pub max_tasks_per_caller: usize,
     /// For tests: how long a task's record lives, in seconds (`TASK_TTL` unless given),
     /// so that a test can see one expire.
@@ -266,13 +269,14 @@ impl Tasks {
     }
 
     /// Chapter 17's `subscriptions/listen`, with the task ids it names narrowed to the
-    /// ones `caller` holds: a task is heard of only by its owner, and one it does not
-    /// hold is left out of the acknowledgment as a task that does not exist would be.
+    /// ones `caller` holds that may still change: a task is heard of only by its owner,
+    /// and one it does not hold is left out of the acknowledgment as a task that does not
+    /// exist would be; so is one that has ended, of which there is nothing more to tell.
     pub fn narrow_listen(&self, params: Option<&Value>, caller: &Caller) -> Option<Value> {
         let mut params = params.cloned()?;
         if let Some(ids) = params.pointer_mut("/notifications/taskIds").and_then(Value::as_array_mut) {
             let (owner, held) = (owner(caller), lock(&self.held));
-            let holds = |id: &str| held.get(id).is_some_and(|task| task.owner == owner);
+            let holds = |id: &str| held.get(id).is_some_and(|task| task.owner == owner && !task.status.ended());
             ids.retain(|id| id.as_str().is_none_or(holds));
         }
         Some(params)
@@ -308,7 +312,7 @@ impl Tasks {
                 if let Status::InputRequired { key, .. } = &task.status
                     && let Some(answer) = responses.get(key)
                 {
-                    task.answer = Some(answer.clone());
+                    task.answer = Some((key.clone(), answer.clone()));
                 }
                 Ok(json!({}))
             }
@@ -387,14 +391,20 @@ impl Outlet for TaskOutlet {
         // A new key for each question: "Each request key in `inputRequests` MUST be unique
         // over the lifetime of a single task."
         let request = json!({ "method": method, "params": params });
+        let mut key = String::new();
         let asking = |task: &mut Task| {
             task.asked += 1;
-            let key = format!("question-{}", task.asked);
-            task.status = Status::InputRequired { key, request };
+            key = format!("question-{}", task.asked);
+            task.status = Status::InputRequired { key: key.clone(), request };
         };
         self.tasks.update(&self.id, asking, self.listeners);
         let heard = loop {
-            if let Some(answer) = lock(&self.tasks.held).get_mut(&self.id).and_then(|task| task.answer.take()) {
+            // Only an answer to this question: one to an earlier question, come late, is
+            // dropped.
+            let answer = lock(&self.tasks.held).get_mut(&self.id).and_then(|task| task.answer.take());
+            if let Some((answered, answer)) = answer
+                && answered == key
+            {
                 break Ok(answer);
             }
             if self.cancelled() {

@@ -313,8 +313,13 @@ fn tools_call(
     // Chapter 19: in 2026-07-28 a tool that works in steps becomes a task, for a client
     // that declared the tasks extension on this request, if there is room for one more
     // (tasks.rs); else it runs as below. A tool that asks needs a client that can answer.
+    // A retry that brings the answers to chapter 15's question is not made a task: its
+    // round trips end before any task is ("SHOULD resolve all MRTR exchanges
+    // _synchronously_ before responding with a `CreateTaskResult`", Task Creation).
+    let retry = params.is_some_and(|params| params.get("requestState").is_some());
     if era == Era::Modern
         && declares_tasks(params)
+        && !retry
         && let Run::Steps(run) = tool.run
     {
         if tool.name() == catalog.asking.name {
