@@ -201,7 +201,8 @@ impl Tasks {
         held.retain(|_, task| task.expires > Instant::now());
         // ANCHOR: bound
         // TODO: decision 2: no task (`None`) when `owner` holds `max_per_caller` tasks already, or the server
-        // `MAX_TASKS`. Proven by "A caller who holds as many tasks as they may gets the call as before".
+        // `MAX_TASKS`. Proven by "A caller who holds as many tasks as they may gets the call as before" and
+        // "... while another caller still gets a task".
         todo!("is there room for one more task?");
         // END TODO
         // ANCHOR_END: bound
