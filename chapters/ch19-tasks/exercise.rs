@@ -9,6 +9,17 @@
 //! An extension is off unless both sides declare it: the server in `server/discover`,
 //! the client on each request (`2026-07-28/basic/index.mdx`, and the extensions
 //! overview). A client that did not declare it gets chapter 14's long call, as before.
+// TODO(exercise): this file is your copy of `tasks.rs`, the piece chapter 19 adds to the
+// server, with its decisions left for you to write. Each part sits between a `// TODO`
+// line and its `// END TODO`: replace what is between them, and leave the rest as it is.
+// The rest of the server is the chapter's own files, as `main.rs`'s map lists them: the
+// exercise binary is that server with this file in place of `tasks.rs`.
+// Check your work: `cargo run -- check 19`. The solution: `tasks.rs`, next to this file.
+//
+// Until the TODOs are written, some items below are unused or unreachable and the compiler
+// would warn about each one. This line keeps the build quiet; delete this block when done.
+#![allow(dead_code, unused_imports, unused_variables, unreachable_code, clippy::diverging_sub_expression)]
+// END TODO
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -41,11 +52,13 @@ pub fn extensions() -> Value {
 /// return `CreateTaskResult` to a client that did not include the extension capability
 /// on its request, regardless of prior declarations".
 pub fn declares_tasks(params: Option<&Value>) -> bool {
-    request_meta(params)
-        .and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY))
-        .and_then(|capabilities| capabilities.get("extensions"))
-        .and_then(|extensions| extensions.get(TASKS_EXTENSION))
-        .is_some_and(Value::is_object)
+    // ANCHOR: declared
+    // TODO: decision 1: does this request's own `clientCapabilities` (`request_meta`) name `TASKS_EXTENSION`
+    // under `extensions`? Proven by "A client that does not declare it gets the call as before", "A client
+    // that declares it gets a task" and "`tasks/get` needs the extension declared on that request too".
+    todo!("did this request declare the extension?")
+    // END TODO
+    // ANCHOR_END: declared
 }
 
 /// -32021 for a client that uses the extension without declaring it, naming what it
@@ -190,10 +203,13 @@ impl Tasks {
         let owner = owner(caller);
         let mut held = lock(&self.held);
         held.retain(|_, task| task.expires > Instant::now());
-        let owned = held.values().filter(|task| task.owner == owner).count();
-        if owned >= self.max_per_caller || held.len() >= MAX_TASKS {
-            return None;
-        }
+        // ANCHOR: bound
+        // TODO: decision 2: no task (`None`) when `owner` holds `max_per_caller` tasks already, or the server
+        // `MAX_TASKS`. Proven by "A caller who holds as many tasks as they may gets the call as before" and
+        // "... while another caller still gets a task".
+        todo!("is there room for one more task?");
+        // END TODO
+        // ANCHOR_END: bound
         let id = self.new_id();
         let detached = call.detach(&id, server)?;
         let now = now_secs();
@@ -207,12 +223,13 @@ impl Tasks {
             asked: 0,
             answer: None,
         };
-        // "Servers MUST set `resultType` to `"task"` when returning a `CreateTaskResult`".
-        let created = self.shown(&id, &task, Some("task"));
-        // The record is in place before the answer goes out: "A server MUST NOT return
-        // `CreateTaskResult` until the task is durably created — that is, until a
-        // `tasks/get` for the returned `taskId` would resolve."
-        held.insert(id.clone(), task);
+        // ANCHOR: record
+        // TODO: decision 2: the answer, `CreateTaskResult` (the task `shown` as a `"task"`), and the record in
+        // `held` before the answer goes out. Proven by "A client that declares it gets a task" and "The client
+        // polls the task until it has completed".
+        let created: Value = todo!("the answer, and the record in place");
+        // END TODO
+        // ANCHOR_END: record
         drop(held);
         let worker_id = id.clone();
         let spawned = thread::Builder::new().name("task".into()).spawn(move || {
@@ -243,11 +260,13 @@ impl Tasks {
     /// finished with ("MAY ultimately reach a terminal status other than `cancelled` if
     /// the work finished before cancellation could take effect").
     fn end(&self, id: &str, outcome: Option<Result<Value, RpcError>>, listeners: &Listeners) {
-        let status = match outcome {
-            Some(Ok(result)) => Status::Completed(result),
-            Some(Err(error)) => Status::Failed(serde_json::to_value(error).expect("an error is JSON")),
-            None => Status::Cancelled,
-        };
+        // ANCHOR: ended
+        // TODO: decision 4: the status the `outcome` ends the task in: a result (`isError: true` too), an
+        // error, or none. Proven by "The client polls the task until it has completed", "... and the task
+        // completes with what the answer decided" and "... and the task is `cancelled` once its work has stopped".
+        let status: Status = todo!("how did it end?");
+        // END TODO
+        // ANCHOR_END: ended
         self.update(id, |task| task.status = status, listeners);
     }
 
@@ -296,8 +315,13 @@ impl Tasks {
         let id = id.ok_or_else(|| RpcError::invalid_params("`taskId` must be a string"))?;
         let mut held = lock(&self.held);
         held.retain(|_, task| task.expires > Instant::now());
-        let task = held.get_mut(id).filter(|task| task.owner == owner);
-        let task = task.ok_or_else(|| RpcError::invalid_params("Failed to retrieve task: Task not found"))?;
+        // ANCHOR: owned
+        // TODO: decision 3: the task `id` names if it is this caller's (`owner`); else the -32602 an unknown id
+        // gets. Proven by "Another caller's `tasks/get` is refused as an unknown id" and "An id that was never
+        // issued".
+        let task: &mut Task = todo!("whose task is it?");
+        // END TODO
+        // ANCHOR_END: owned
         match method {
             // A task, as `tasks/get` answers it, is that method's complete result: "The
             // `resultType` field MUST be set to `"complete"` on this object".
@@ -306,20 +330,23 @@ impl Tasks {
                 let responses = params.and_then(|p| p.get("inputResponses")).and_then(Value::as_object);
                 let responses =
                     responses.ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
-                // Only the answer to the question outstanding is taken: "A server SHOULD
-                // ignore any `inputResponses` responses mapped to a key that is not
-                // currently outstanding for the task".
-                if let Status::InputRequired { key, .. } = &task.status
-                    && let Some(answer) = responses.get(key)
-                {
-                    task.answer = Some((key.clone(), answer.clone()));
-                }
+                // ANCHOR: answer_taken
+                // TODO: decision 3: take into `task.answer` the answer to the question outstanding, under its `key`,
+                // and nothing else of `responses`. Proven by "`tasks/update` brings the answer" and "... and the task
+                // completes with what the answer decided".
+                todo!("take the answer to the question outstanding");
+                // END TODO
+                // ANCHOR_END: answer_taken
                 Ok(json!({}))
             }
             "tasks/cancel" => {
-                // Cooperative: the work stops at its next check, and the task is then
-                // `cancelled`; one that has ended stays as it ended.
-                task.cancel_requested |= !task.status.ended();
+                // ANCHOR: cancel_requested
+                // TODO: decision 3: ask the work to stop (`cancel_requested`), unless the task has `ended`; its status
+                // is not yours to change here. Proven by "... and the task is `cancelled` once its work has stopped"
+                // and "... it is still `completed`".
+                todo!("ask the work to stop");
+                // END TODO
+                // ANCHOR_END: cancel_requested
                 Ok(json!({}))
             }
             _ => Err(RpcError::method_not_found(method)),
@@ -388,16 +415,14 @@ impl Outlet for TaskOutlet {
     }
 
     fn ask(&mut self, method: &str, params: &Value, deadline: Instant) -> Option<Result<Value, String>> {
-        // A new key for each question: "Each request key in `inputRequests` MUST be unique
-        // over the lifetime of a single task."
-        let request = json!({ "method": method, "params": params });
-        let mut key = String::new();
-        let asking = |task: &mut Task| {
-            task.asked += 1;
-            key = format!("question-{}", task.asked);
-            task.status = Status::InputRequired { key: key.clone(), request };
-        };
-        self.tasks.update(&self.id, asking, self.listeners);
+        // ANCHOR: new_key
+        // TODO: decision 5: the question (`method`, `params`) in the task's record, `Status::InputRequired`, under a
+        // key never used before in this task (`asked`), told with `self.tasks.update`; `key` is that key, which the
+        // wait below answers. Proven by "... is `input_required`, with its question under a key of its own" and
+        // "`tasks/update` brings the answer".
+        let key: String = todo!("ask under a new key");
+        // END TODO
+        // ANCHOR_END: new_key
         let heard = loop {
             // Only an answer to this question: one to an earlier question, come late, is
             // dropped.

@@ -41,11 +41,13 @@ pub fn extensions() -> Value {
 /// return `CreateTaskResult` to a client that did not include the extension capability
 /// on its request, regardless of prior declarations".
 pub fn declares_tasks(params: Option<&Value>) -> bool {
+    // ANCHOR: declared
     request_meta(params)
         .and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY))
         .and_then(|capabilities| capabilities.get("extensions"))
         .and_then(|extensions| extensions.get(TASKS_EXTENSION))
         .is_some_and(Value::is_object)
+    // ANCHOR_END: declared
 }
 
 /// -32021 for a client that uses the extension without declaring it, naming what it
@@ -190,10 +192,12 @@ impl Tasks {
         let owner = owner(caller);
         let mut held = lock(&self.held);
         held.retain(|_, task| task.expires > Instant::now());
+        // ANCHOR: bound
         let owned = held.values().filter(|task| task.owner == owner).count();
         if owned >= self.max_per_caller || held.len() >= MAX_TASKS {
             return None;
         }
+        // ANCHOR_END: bound
         let id = self.new_id();
         let detached = call.detach(&id, server)?;
         let now = now_secs();
@@ -207,12 +211,14 @@ impl Tasks {
             asked: 0,
             answer: None,
         };
+        // ANCHOR: record
         // "Servers MUST set `resultType` to `"task"` when returning a `CreateTaskResult`".
         let created = self.shown(&id, &task, Some("task"));
         // The record is in place before the answer goes out: "A server MUST NOT return
         // `CreateTaskResult` until the task is durably created — that is, until a
         // `tasks/get` for the returned `taskId` would resolve."
         held.insert(id.clone(), task);
+        // ANCHOR_END: record
         drop(held);
         let worker_id = id.clone();
         let spawned = thread::Builder::new().name("task".into()).spawn(move || {
@@ -243,11 +249,13 @@ impl Tasks {
     /// finished with ("MAY ultimately reach a terminal status other than `cancelled` if
     /// the work finished before cancellation could take effect").
     fn end(&self, id: &str, outcome: Option<Result<Value, RpcError>>, listeners: &Listeners) {
+        // ANCHOR: ended
         let status = match outcome {
             Some(Ok(result)) => Status::Completed(result),
             Some(Err(error)) => Status::Failed(serde_json::to_value(error).expect("an error is JSON")),
             None => Status::Cancelled,
         };
+        // ANCHOR_END: ended
         self.update(id, |task| task.status = status, listeners);
     }
 
@@ -296,8 +304,10 @@ impl Tasks {
         let id = id.ok_or_else(|| RpcError::invalid_params("`taskId` must be a string"))?;
         let mut held = lock(&self.held);
         held.retain(|_, task| task.expires > Instant::now());
+        // ANCHOR: owned
         let task = held.get_mut(id).filter(|task| task.owner == owner);
         let task = task.ok_or_else(|| RpcError::invalid_params("Failed to retrieve task: Task not found"))?;
+        // ANCHOR_END: owned
         match method {
             // A task, as `tasks/get` answers it, is that method's complete result: "The
             // `resultType` field MUST be set to `"complete"` on this object".
@@ -306,6 +316,7 @@ impl Tasks {
                 let responses = params.and_then(|p| p.get("inputResponses")).and_then(Value::as_object);
                 let responses =
                     responses.ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
+                // ANCHOR: answer_taken
                 // Only the answer to the question outstanding is taken: "A server SHOULD
                 // ignore any `inputResponses` responses mapped to a key that is not
                 // currently outstanding for the task".
@@ -314,12 +325,15 @@ impl Tasks {
                 {
                     task.answer = Some((key.clone(), answer.clone()));
                 }
+                // ANCHOR_END: answer_taken
                 Ok(json!({}))
             }
             "tasks/cancel" => {
+                // ANCHOR: cancel_requested
                 // Cooperative: the work stops at its next check, and the task is then
                 // `cancelled`; one that has ended stays as it ended.
                 task.cancel_requested |= !task.status.ended();
+                // ANCHOR_END: cancel_requested
                 Ok(json!({}))
             }
             _ => Err(RpcError::method_not_found(method)),
@@ -388,6 +402,7 @@ impl Outlet for TaskOutlet {
     }
 
     fn ask(&mut self, method: &str, params: &Value, deadline: Instant) -> Option<Result<Value, String>> {
+        // ANCHOR: new_key
         // A new key for each question: "Each request key in `inputRequests` MUST be unique
         // over the lifetime of a single task."
         let request = json!({ "method": method, "params": params });
@@ -398,6 +413,7 @@ impl Outlet for TaskOutlet {
             task.status = Status::InputRequired { key: key.clone(), request };
         };
         self.tasks.update(&self.id, asking, self.listeners);
+        // ANCHOR_END: new_key
         let heard = loop {
             // Only an answer to this question: one to an earlier question, come late, is
             // dropped.
