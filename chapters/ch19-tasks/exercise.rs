@@ -416,10 +416,9 @@ impl Outlet for TaskOutlet {
 
     fn ask(&mut self, method: &str, params: &Value, deadline: Instant) -> Option<Result<Value, String>> {
         // ANCHOR: new_key
-        // TODO: decision 5: the question (`method`, `params`) in the task's record, `Status::InputRequired`, under a
-        // key never used before in this task (`asked`), told with `self.tasks.update`; `key` is that key, which the
-        // wait below answers. Proven by "... is `input_required`, with its question under a key of its own" and
-        // "`tasks/update` brings the answer".
+        // TODO: decision 5: the question (`method`, `params`) in the record (`self.tasks.update`), `InputRequired`
+        // under a `key` never used before in this task (`asked`), which the wait below answers. Proven by "... is
+        // `input_required`, with its question under a key of its own" and "`tasks/update` brings the answer".
         let key: String = todo!("ask under a new key");
         // END TODO
         // ANCHOR_END: new_key
