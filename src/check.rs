@@ -848,6 +848,7 @@ mod tests {
                 body: expected.into(),
             },
             during: Vec::new(),
+            polls: false,
         }
     }
 

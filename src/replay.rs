@@ -47,7 +47,7 @@ pub use stdio::{
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::transcript::{Exchange, HttpResponse, StdioExchange, Transcript};
 
@@ -127,15 +127,31 @@ pub fn replay(transcript: &Transcript, address: SocketAddr) -> Vec<Outcome<'_>> 
 }
 
 /// Send one exchange's request to `address` and compare the answer with `strictness`.
+/// An exchange that polls ([`Exchange::polls`]) sends it again, every `POLL_INTERVAL`,
+/// until the answer matches or `POLL_TIMEOUT` has passed: the last answer counts.
 pub fn run_exchange(exchange: &Exchange, address: SocketAddr, strictness: Strictness) -> Outcome<'_> {
-    match send_exchange(address, exchange) {
-        Ok(actual) => {
-            let (mismatches, notes) = compare_answer(&exchange.request.body, &exchange.expected, &actual, strictness);
-            Outcome { exchange, actual: Ok(actual), mismatches, notes }
+    let give_up = Instant::now() + POLL_TIMEOUT;
+    loop {
+        let outcome = match send_exchange(address, exchange) {
+            Ok(actual) => {
+                let (mismatches, notes) =
+                    compare_answer(&exchange.request.body, &exchange.expected, &actual, strictness);
+                Outcome { exchange, actual: Ok(actual), mismatches, notes }
+            }
+            Err(error) => {
+                Outcome { exchange, actual: Err(error.to_string()), mismatches: Vec::new(), notes: Vec::new() }
+            }
+        };
+        if outcome.passed() || !exchange.polls || Instant::now() >= give_up {
+            return outcome;
         }
-        Err(error) => Outcome { exchange, actual: Err(error.to_string()), mismatches: Vec::new(), notes: Vec::new() },
+        std::thread::sleep(POLL_INTERVAL);
     }
 }
+
+/// How often a polling exchange sends its request again, and for how long.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+const POLL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A failed exchange explained for a reader: what was sent, what differed, and a
 /// line diff of the bodies (`-` expected, `+` actual).

@@ -95,6 +95,11 @@
 //!   HTTP/1.1 200 OK              (the GET's whole response)
 //!   ```
 //!   ````
+//! - `<!-- client: polls until the answer below -->` inside an HTTP exchange makes the
+//!   client send its request again, every `POLL_INTERVAL`, until the answer is the one
+//!   written, for at most `POLL_TIMEOUT` (`src/replay.rs`): a client polling a task whose
+//!   work runs on after its request (chapter 19). The last answer is the one compared.
+//!   It takes no other client line.
 //! - A `<!-- hint: ... -->` line inside an exchange (one line, an HTML comment, so the
 //!   book does not show it) is what `cargo run -- check` prints when a learner's server
 //!   gets that exchange wrong: one sentence on the rule, and where the book and the spec
@@ -188,7 +193,14 @@ pub struct Exchange {
     /// The `<!-- client: ... -->` lines: what the client does while the response
     /// streams, in order. Empty: it only reads.
     pub during: Vec<During>,
+    /// `<!-- client: polls until the answer below -->`: the client sends the request
+    /// again, a little later each time, until the answer is the one written (or
+    /// `POLL_TIMEOUT` passes), as a client polls a task (chapter 19).
+    pub polls: bool,
 }
+
+/// The client line that makes an exchange poll ([`Exchange::polls`]).
+pub const POLLS: &str = "polls until the answer below";
 
 /// One thing a client does while a response streams in (a `<!-- client: ... -->` line).
 #[derive(Debug, Clone, PartialEq)]
@@ -384,7 +396,15 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
     let mut current: Option<Draft> = None;
 
     let mut finish = |current: Option<Draft>| -> Result<(), ParseError> {
-        let Some(Draft { title, line, hint, clients, blocks }) = current else { return Ok(()) };
+        let Some(Draft { title, line, hint, mut clients, blocks }) = current else { return Ok(()) };
+        let polls = clients.iter().any(|(text, _)| text == POLLS);
+        clients.retain(|(text, _)| text != POLLS);
+        if polls && !clients.is_empty() {
+            return Err(ParseError {
+                line,
+                message: format!("exchange {title:?}: a client that polls takes no other client line"),
+            });
+        }
         let infos: Vec<&str> = blocks.iter().map(|b| b.info.as_str()).collect();
         let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
         // A stdio client's line names lines, not events; it needs two `stdin` blocks.
@@ -473,6 +493,7 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                     raw,
                     expected: parse_response(&lines[response.content.clone()], response.line)?,
                     during,
+                    polls,
                 });
             }
             (["http" | "raw", .., "http"], _) if infos.iter().all(|info| ["http", "raw"].contains(info)) => {
@@ -933,6 +954,21 @@ mod tests {
         // A stdin block's lines each end in a newline.
         let plain = parse("### Lines\n\n```stdin\na\nb\n```\n\n```stdout\n```\n").unwrap();
         assert_eq!(plain.stdio[0].bytes(), b"a\nb\n");
+    }
+
+    #[test]
+    fn an_exchange_that_polls() {
+        let request = "```http\nPOST /mcp HTTP/1.1\n\n{}\n```\n\n```http\nHTTP/1.1 200 OK\n```\n";
+        let text =
+            format!("### Polls\n\n<!-- client: polls until the answer below -->\n\n{request}### Once\n\n{request}");
+        let transcript = parse(&text).unwrap();
+        assert_eq!((transcript.exchanges[0].polls, transcript.exchanges[0].during.len()), (true, 0));
+        assert!(!transcript.exchanges[1].polls);
+        let both = format!(
+            "### A\n\n<!-- client: polls until the answer below -->\n<!-- client: after 1 event, closes -->\n\n{request}"
+        );
+        let error = parse(&both).unwrap_err();
+        assert!(error.message.contains("a client that polls takes no other client line"), "{error:?}");
     }
 
     #[test]

@@ -56,9 +56,22 @@ struct Listener {
     number: u64,
     /// Its request's id: the `subscriptionId` of every message it gets.
     id: Value,
-    /// The resources it hears of: the ones it asked for that this server has.
-    uris: BTreeSet<String>,
+    /// What it hears of.
+    heard: Heard,
     outlet: ListenOutlet,
+}
+
+/// What a subscription hears of: the resources it asked for that this server has, and
+/// (chapter 19) the tasks it asked for that its caller holds.
+struct Heard {
+    uris: BTreeSet<String>,
+    tasks: BTreeSet<String>,
+}
+
+impl Heard {
+    fn is_empty(&self) -> bool {
+        self.uris.is_empty() && self.tasks.is_empty()
+    }
 }
 
 /// Where a subscription's messages go.
@@ -79,9 +92,20 @@ impl Listeners {
     /// calls it). As on the session's stream: nobody waits for a
     /// slow client, and a full backlog misses the notice.
     pub fn resource_updated(&self, uri: &str) {
+        self.tell(|heard| heard.uris.contains(uri), "notifications/resources/updated", json!({ "uri": uri }));
+    }
+
+    /// Chapter 19: task `id` has changed, and is now `task` (what `tasks/get` would
+    /// answer): `notifications/tasks`, tagged, to every subscription that named it.
+    pub fn task_changed(&self, id: &str, task: Value) {
+        self.tell(|heard| heard.tasks.contains(id), "notifications/tasks", task);
+    }
+
+    /// Send `method` with `params`, tagged, to every subscription that hears of it.
+    fn tell(&self, hears: impl Fn(&Heard) -> bool, method: &str, params: Value) {
         let mut to_stdout = Vec::new();
-        for listener in lock(&self.open).iter().filter(|listener| listener.uris.contains(uri)) {
-            let message = tagged("notifications/resources/updated", json!({ "uri": uri }), &listener.id);
+        for listener in lock(&self.open).iter().filter(|listener| hears(&listener.heard)) {
+            let message = tagged(method, params.clone(), &listener.id);
             match &listener.outlet {
                 ListenOutlet::Http(messages) => {
                     let _ = messages.try_send(message);
@@ -130,8 +154,9 @@ impl Listeners {
 /// server does not support are omitted". A URI that names no resource is left out too:
 /// nothing will ever change there. A filter that is not what the schema says (not an
 /// object, a flag that is not a boolean, URIs that are not a list of strings, more of
-/// them than `max_uris`) is invalid params.
-fn honoured(params: Option<&Value>, listening: Listening) -> Result<Vec<String>, RpcError> {
+/// them than `max_uris`) is invalid params. Chapter 19: and the tasks it names, which the
+/// router has already narrowed to its caller's own (tasks.rs).
+fn honoured(params: Option<&Value>, listening: Listening) -> Result<Heard, RpcError> {
     let Some(filter) = params.and_then(|p| p.get("notifications")).and_then(Value::as_object) else {
         return Err(RpcError::invalid_params("`notifications` must be an object: the notifications to listen for"));
     };
@@ -154,15 +179,28 @@ fn honoured(params: Option<&Value>, listening: Listening) -> Result<Vec<String>,
         return Err(RpcError::invalid_params(&format!("a subscription may name at most {max} resources")));
     }
     let exists = |uri: &&str| find_resource(uri, listening.resources, listening.templates).is_some();
-    let known: BTreeSet<&str> = uris.into_iter().filter(exists).collect();
-    Ok(known.into_iter().map(str::to_string).collect())
+    let uris = uris.into_iter().filter(exists).map(str::to_string).collect();
+    let tasks = match filter.get("taskIds") {
+        None => BTreeSet::new(),
+        Some(Value::Array(ids)) if ids.len() <= max && ids.iter().all(Value::is_string) => {
+            ids.iter().filter_map(Value::as_str).map(str::to_string).collect()
+        }
+        Some(_) => {
+            let detail = format!("`notifications.taskIds` must be a list of at most {max} task ids");
+            return Err(RpcError::invalid_params(&detail));
+        }
+    };
+    Ok(Heard { uris, tasks })
 }
 
 /// The acknowledgment: the first message of every subscription, with what it will hear.
-fn acknowledgment(id: &Value, uris: &[String]) -> Value {
+fn acknowledgment(id: &Value, heard: &Heard) -> Value {
     let mut notifications = Map::new();
-    if !uris.is_empty() {
-        notifications.insert("resourceSubscriptions".into(), json!(uris));
+    if !heard.uris.is_empty() {
+        notifications.insert("resourceSubscriptions".into(), json!(heard.uris));
+    }
+    if !heard.tasks.is_empty() {
+        notifications.insert("taskIds".into(), json!(heard.tasks));
     }
     tagged("notifications/subscriptions/acknowledged", json!({ "notifications": notifications }), id)
 }
@@ -201,39 +239,35 @@ pub fn listen_over_http(
         let error = RpcError::invalid_request("`Accept` must allow text/event-stream: a subscription's answer is one");
         return reply(406, id, Err(error));
     }
-    let uris = match honoured(params, listening) {
-        Ok(uris) => uris,
+    let heard = match honoured(params, listening) {
+        Ok(heard) => heard,
         Err(error) => return format.wrap(reply(200, id, Err(error))),
     };
     let listeners = listening.listeners;
     let (sender, messages) = mpsc::sync_channel(STREAM_BACKLOG);
-    let number = {
+    let honours_nothing = heard.is_empty();
+    let (number, acknowledgment) = {
         let mut open = lock(&listeners.open);
         let streams = open.iter().filter(|listener| matches!(listener.outlet, ListenOutlet::Http(_))).count();
-        if !uris.is_empty() && streams >= listeners.max {
+        if !honours_nothing && streams >= listeners.max {
             let max = listeners.max;
             let error = RpcError::internal_error(&format!("as many subscription streams are open as may ({max})"));
             return format.wrap(reply(503, id, Err(error)));
         }
         let number = listeners.opened.fetch_add(1, Ordering::SeqCst);
-        if !uris.is_empty() {
-            let listener = Listener {
-                number,
-                id: id.clone(),
-                uris: uris.iter().cloned().collect(),
-                outlet: ListenOutlet::Http(sender),
-            };
-            open.push(listener);
+        let acknowledgment = acknowledgment(&id, &heard);
+        if !honours_nothing {
+            open.push(Listener { number, id: id.clone(), heard, outlet: ListenOutlet::Http(sender) });
         }
-        number
+        (number, acknowledgment)
     };
     Response::stream(200, "text/event-stream", move |writer| {
         // First, before any notice the channel may hold already ("MUST NOT send any
         // notification on the subscription before it").
-        let acknowledged = writer.send(&event(acknowledgment(&id, &uris).to_string().as_bytes())).is_ok();
+        let acknowledged = writer.send(&event(acknowledgment.to_string().as_bytes())).is_ok();
         // Its sender is in the list while the subscription is open: `Disconnected` never
         // comes, and the stream ends by time or by the client.
-        if acknowledged && (uris.is_empty() || relay(writer, &messages, lasts).time_up()) {
+        if acknowledged && (honours_nothing || relay(writer, &messages, lasts).time_up()) {
             let _ = writer.send(&event(&closed(&id, listening.info)));
         }
         listeners.remove(number);
@@ -248,8 +282,8 @@ pub fn listen_over_http(
 /// the client tells them apart by `subscriptionId`. So two open subscriptions may not
 /// share an id (-32600). `None`: no more to write now.
 pub fn listen_on_stdio(id: Value, params: Option<&Value>, listening: Listening) -> Option<Vec<u8>> {
-    let uris = match honoured(params, listening) {
-        Ok(uris) => uris,
+    let heard = match honoured(params, listening) {
+        Ok(heard) => heard,
         Err(error) => return Some(reply(200, id, Err(error)).body),
     };
     let listeners = listening.listeners;
@@ -260,12 +294,12 @@ pub fn listen_on_stdio(id: Value, params: Option<&Value>, listening: Listening) 
     }
     // Written while the list is locked: a notice for it, written once a change has
     // read the list, comes after its acknowledgment.
-    let _ = write_line(acknowledgment(&id, &uris).to_string().as_bytes());
-    if uris.is_empty() {
+    let _ = write_line(acknowledgment(&id, &heard).to_string().as_bytes());
+    if heard.is_empty() {
         return Some(closed(&id, listening.info));
     }
     let number = listeners.opened.fetch_add(1, Ordering::SeqCst);
-    open.push(Listener { number, id, uris: uris.into_iter().collect(), outlet: ListenOutlet::Stdout });
+    open.push(Listener { number, id, heard, outlet: ListenOutlet::Stdout });
     None
 }
 // ANCHOR_END: listen_stdio

@@ -84,6 +84,7 @@ pub fn check_envelope(request: Option<&Request>, method: &str, params: Option<&V
     Ok(())
 }
 
+// ANCHOR: named_by
 /// Methods whose target is repeated in `Mcp-Name`, and the params field it repeats. The
 /// tasks extension adds its three methods, whose target is the task (chapter 19: "the
 /// client MUST set the `Mcp-Name` header to the value of `params.taskId`").
@@ -95,6 +96,7 @@ const NAMED_BY: &[(&str, &str)] = &[
     ("tasks/update", "taskId"),
     ("tasks/cancel", "taskId"),
 ];
+// ANCHOR_END: named_by
 
 /// The header `name` must be present and equal the body's `value` (a header always
 /// holds a string, so a body value that is not one never matches).

@@ -133,7 +133,7 @@ fn route_modern(
             let error = missing_tasks_extension("listening for task notifications");
             return Routed::Answer(reply(400, id, Err(error)));
         }
-        return Routed::Listen(id, params.cloned());
+        return Routed::Listen(id, catalog.tasks.narrow_listen(params, caller));
     }
     let outcome = match method {
         "tools/call" => match tools_call(params, Era::Modern, None, caller, catalog) {
@@ -143,7 +143,9 @@ fn route_modern(
         },
         // Chapter 19: a task's methods, for a client that declared the extension on this
         // request too, and only on that caller's own tasks (tasks.rs).
-        "tasks/get" | "tasks/update" | "tasks/cancel" if !declares_tasks(params) => Err(missing_tasks_extension(method)),
+        "tasks/get" | "tasks/update" | "tasks/cancel" if !declares_tasks(params) => {
+            Err(missing_tasks_extension(method))
+        }
         "tasks/get" | "tasks/update" | "tasks/cancel" => catalog.tasks.request(method, params, caller),
         _ => dispatch_modern(method, params, catalog),
     };
@@ -307,11 +309,17 @@ fn tools_call(
     if let Some(refused) = arguments_refused(tool, &arguments) {
         return Ok(ToolCall::Done(refused.into_json()));
     }
+    // ANCHOR: task_or_call
     // Chapter 19: in 2026-07-28 a tool that works in steps becomes a task, for a client
     // that declared the tasks extension on this request, if there is room for one more
     // (tasks.rs); else it runs as below. A tool that asks needs a client that can answer.
+    // A retry that brings the answers to chapter 15's question is not made a task: its
+    // round trips end before any task is ("SHOULD resolve all MRTR exchanges
+    // _synchronously_ before responding with a `CreateTaskResult`", Task Creation).
+    let retry = params.is_some_and(|params| params.get("requestState").is_some());
     if era == Era::Modern
         && declares_tasks(params)
+        && !retry
         && let Run::Steps(run) = tool.run
     {
         if tool.name() == catalog.asking.name {
@@ -322,6 +330,7 @@ fn tools_call(
             return Ok(ToolCall::Done(created));
         }
     }
+    // ANCHOR_END: task_or_call
     // Chapter 15: in 2026-07-28 a tool that asks the client answers through its own path.
     if era == Era::Modern && tool.name() == catalog.asking.name {
         return call_asking(params, &catalog.asking, caller.identity().as_deref()).map(ToolCall::Done);
@@ -341,6 +350,7 @@ fn tools_call(
 /// handshake era's.
 fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
+        // ANCHOR: discover
         // Chapter 19: and the extensions it supports, a field 2026-07-28 added (SEP-2133);
         // `initialize`'s capabilities, of 2025-11-25, have none.
         "server/discover" => {
@@ -348,6 +358,7 @@ fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> R
             capabilities["extensions"] = extensions();
             Ok(discover(capabilities))
         }
+        // ANCHOR_END: discover
         // A log level is asked for per request now (`2026-07-28/changelog.mdx`), and a
         // client subscribes with `subscriptions/listen` (listen.rs), which "replaces the
         // former `resources/subscribe` RPC and the HTTP GET endpoint"

@@ -62,6 +62,9 @@ pub struct Call<'a> {
     /// Where the tool may ask its client a question, or why it may not (chapter 16,
     /// [`Call::ask`]).
     asking: AskPermit,
+    /// Chapter 19: the tool has seen that its client cancelled it, and stopped: a task
+    /// that ends so is `cancelled`; one that finished first keeps its result.
+    saw_cancel: bool,
 }
 
 impl<'a> Call<'a> {
@@ -69,7 +72,7 @@ impl<'a> Call<'a> {
         let deadline = Instant::now() + MAX_CALL_TIME;
         let (progress_token, log_level) = (long.progress_token.clone(), long.log_level);
         let asking = Err(NEEDS_A_SESSION);
-        Call { outlet, progress_token, log_level, last_progress: None, deadline, server, asking }
+        Call { outlet, progress_token, log_level, last_progress: None, deadline, server, asking, saw_cancel: false }
     }
 
     /// Report that `done` of `total` steps are done, and how it goes in words
@@ -115,7 +118,8 @@ impl<'a> Call<'a> {
 
     /// Whether the tool should stop: the client cancelled the call, or time ran out.
     fn stopped(&mut self) -> bool {
-        self.timed_out() || self.outlet.cancelled()
+        self.saw_cancel |= self.outlet.cancelled();
+        self.timed_out() || self.saw_cancel
     }
 
     fn timed_out(&self) -> bool {
@@ -147,8 +151,12 @@ impl Call<'_> {
     /// (`take_answer`, sessions.rs). `Ok`: its `result`. `Err`: why there is none, for
     /// the model.
     pub fn ask(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        // Chapter 19: a task asks through its own record, whatever its session.
+        // Chapter 19: a task asks through its own record, whatever its session. No
+        // answer means it was cancelled or ran out of time: the call sees which.
         if let Some(heard) = self.outlet.ask(method, &params, self.deadline) {
+            if heard.is_err() {
+                self.stopped();
+            }
             return heard;
         }
         let (sessions, session) = self.asking.clone()?;
@@ -447,17 +455,20 @@ impl LongCall {
 
 impl Detached {
     /// Run the call to its end, on `outlet`, for at most `time`: its result, the error
-    /// it ended with, or `None` when the outlet says it was cancelled.
+    /// it ended with, or `None` when it stopped because it was cancelled. A cancel that
+    /// came after the work was done stops nothing, and the result stands.
     pub fn run(self, outlet: &mut dyn Outlet, time: Duration) -> Option<Result<Value, RpcError>> {
         let mut call = Call::new(outlet, &self.long, self.server);
         call.deadline = Instant::now() + time;
         let result = run_tool(self.long.name, || (self.long.run)(&self.long.arguments, &mut call));
-        if call.outlet.cancelled() {
+        if call.saw_cancel {
             return None;
         }
         if call.timed_out() {
             let seconds = time.as_secs();
-            return Some(Err(RpcError::internal_error(&format!("the task took longer than {seconds} s, and was stopped"))));
+            return Some(Err(RpcError::internal_error(&format!(
+                "the task took longer than {seconds} s, and was stopped"
+            ))));
         }
         Some(result)
     }

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use crate::authorization::Caller;
 use crate::input_required::{MISSING_CLIENT_CAPABILITY, now_secs, parse_state_key, random_key, siphash_2_4};
 use crate::jsonrpc::RpcError;
+use crate::listen::Listeners;
 use crate::mcp::lock;
 use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
 use crate::streaming::{LongCall, Outlet, Server};
@@ -61,9 +62,10 @@ pub fn missing_tasks_extension(what: &str) -> RpcError {
 // ANCHOR_END: negotiation
 
 // ANCHOR: tasks
-/// How long a task's record lives from its creation (`ttlMs`): a client that polls
-/// now and then has ten minutes to read the result. "The server may discard the task
-/// after the TTL elapses"; this one does.
+/// How long a task's record lives from its creation (`ttlMs`). "The server may discard
+/// the task after the TTL elapses"; this one does. A task works for at most half of it
+/// (five minutes, where a call that holds its request has one): the other half is for
+/// reading how it ended.
 pub const TASK_TTL: Duration = Duration::from_secs(600);
 /// How often a client should poll (`pollIntervalMs`): "Clients SHOULD honor this value
 /// to avoid overwhelming the server."
@@ -104,8 +106,9 @@ struct Task {
     /// How many questions it has asked: numbers the next question's key, so that no key
     /// is ever used twice.
     asked: u64,
-    /// The answer to the outstanding question, once `tasks/update` has brought it.
-    answer: Option<Value>,
+    /// The answer to the outstanding question, under its key, once `tasks/update` has
+    /// brought it.
+    answer: Option<(String, Value)>,
 }
 
 /// Whose a task is when the server asks for no token: anyone's who holds its id, which
@@ -125,7 +128,10 @@ enum Status {
     Working,
     /// Waiting for the answer to one question: its key, and the request the client must
     /// answer (an `elicitation/create`, as chapter 15 asks it).
-    InputRequired { key: String, request: Value },
+    InputRequired {
+        key: String,
+        request: Value,
+    },
     /// The tool's result, `isError: true` included: "This includes tool calls that
     /// returned results with `isError: true`."
     Completed(Value),
@@ -146,8 +152,10 @@ impl Status {
 #[derive(clap::Args)]
 pub struct TaskFlags {
     /// The most tasks one caller may hold at once (chapter 19), ended ones included until
-    /// they expire. A call past it runs as an ordinary long call.
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    /// they expire. A call past it runs as an ordinary long call. A task at work holds
+    /// one of `--max-running-calls` for up to half its time to live: keep this well below
+    /// that, so that no one caller can hold them all.
+    #[arg(long, value_name = "N", default_value_t = 4)]
     pub max_tasks_per_caller: usize,
     /// For tests: how long a task's record lives, in seconds (`TASK_TTL` unless given),
     /// so that a test can see one expire.
@@ -199,19 +207,18 @@ impl Tasks {
             asked: 0,
             answer: None,
         };
+        // "Servers MUST set `resultType` to `"task"` when returning a `CreateTaskResult`".
+        let created = self.shown(&id, &task, Some("task"));
         // The record is in place before the answer goes out: "A server MUST NOT return
         // `CreateTaskResult` until the task is durably created — that is, until a
         // `tasks/get` for the returned `taskId` would resolve."
-        let mut created = self.shown(&id, &task);
-        // "Servers MUST set `resultType` to `"task"` when returning a `CreateTaskResult`".
-        created["resultType"] = json!("task");
         held.insert(id.clone(), task);
         drop(held);
         let worker_id = id.clone();
         let spawned = thread::Builder::new().name("task".into()).spawn(move || {
-            let mut outlet = TaskOutlet { tasks: self, id: worker_id.clone() };
-            let outcome = detached.run(&mut outlet, self.ttl);
-            self.end(&worker_id, outcome);
+            let mut outlet = TaskOutlet { tasks: self, id: worker_id.clone(), listeners: server.listeners };
+            let outcome = detached.run(&mut outlet, self.ttl / 2);
+            self.end(&worker_id, outcome, server.listeners);
         });
         // No thread, no task: its record goes, and the call runs as an ordinary one.
         if spawned.is_err() {
@@ -238,28 +245,52 @@ impl Tasks {
     /// asked to stop and stopped is `cancelled`; one that finished first keeps what it
     /// finished with ("MAY ultimately reach a terminal status other than `cancelled` if
     /// the work finished before cancellation could take effect").
-    fn end(&self, id: &str, outcome: Option<Result<Value, RpcError>>) {
+    fn end(&self, id: &str, outcome: Option<Result<Value, RpcError>>, listeners: &Listeners) {
         let status = match outcome {
             Some(Ok(result)) => Status::Completed(result),
             Some(Err(error)) => Status::Failed(serde_json::to_value(error).expect("an error is JSON")),
             None => Status::Cancelled,
         };
-        self.update(id, |task| task.status = status);
+        self.update(id, |task| task.status = status, listeners);
     }
 
-    /// Change task `id`, if it is still held, and note when.
-    fn update(&self, id: &str, change: impl FnOnce(&mut Task)) {
-        if let Some(task) = lock(&self.held).get_mut(id) {
+    // ANCHOR: notify
+    /// Change task `id`'s status, if it is still held; note when, and tell whoever
+    /// listens for it (`subscriptions/listen` with `taskIds`): "Each notification carries
+    /// a complete `DetailedTask` for the current status, identical to what `tasks/get`
+    /// would have returned at that moment."
+    fn update(&self, id: &str, change: impl FnOnce(&mut Task), listeners: &Listeners) {
+        let changed = lock(&self.held).get_mut(id).map(|task| {
             change(task);
             task.last_updated_at = now_secs();
+            self.shown(id, task, None)
+        });
+        // Told once the lock is let go: a slow listener holds up no task.
+        if let Some(task) = changed {
+            listeners.task_changed(id, task);
         }
     }
+
+    /// Chapter 17's `subscriptions/listen`, with the task ids it names narrowed to the
+    /// ones `caller` holds that may still change: a task is heard of only by its owner,
+    /// and one it does not hold is left out of the acknowledgment as a task that does not
+    /// exist would be; so is one that has ended, of which there is nothing more to tell.
+    pub fn narrow_listen(&self, params: Option<&Value>, caller: &Caller) -> Option<Value> {
+        let mut params = params.cloned()?;
+        if let Some(ids) = params.pointer_mut("/notifications/taskIds").and_then(Value::as_array_mut) {
+            let (owner, held) = (owner(caller), lock(&self.held));
+            let holds = |id: &str| held.get(id).is_some_and(|task| task.owner == owner && !task.status.ended());
+            ids.retain(|id| id.as_str().is_none_or(holds));
+        }
+        Some(params)
+    }
+    // ANCHOR_END: notify
 }
 // ANCHOR_END: create
 
 // ANCHOR: methods
 impl Tasks {
-    /// `tasks/get`, `tasks/update` and `tasks/cancel`, from `owner`. A task id that is not
+    /// `tasks/get`, `tasks/update` and `tasks/cancel`, from `caller`. A task id that is not
     /// held, has expired, or is another caller's is one answer, -32602: the error says
     /// nothing of whether someone else holds it.
     pub fn request(&self, method: &str, params: Option<&Value>, caller: &Caller) -> Result<Value, RpcError> {
@@ -271,17 +302,20 @@ impl Tasks {
         let task = held.get_mut(id).filter(|task| task.owner == owner);
         let task = task.ok_or_else(|| RpcError::invalid_params("Failed to retrieve task: Task not found"))?;
         match method {
-            "tasks/get" => Ok(self.shown(id, task)),
+            // A task, as `tasks/get` answers it, is that method's complete result: "The
+            // `resultType` field MUST be set to `"complete"` on this object".
+            "tasks/get" => Ok(self.shown(id, task, Some("complete"))),
             "tasks/update" => {
                 let responses = params.and_then(|p| p.get("inputResponses")).and_then(Value::as_object);
-                let responses = responses.ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
+                let responses =
+                    responses.ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
                 // Only the answer to the question outstanding is taken: "A server SHOULD
                 // ignore any `inputResponses` responses mapped to a key that is not
                 // currently outstanding for the task".
                 if let Status::InputRequired { key, .. } = &task.status
                     && let Some(answer) = responses.get(key)
                 {
-                    task.answer = Some(answer.clone());
+                    task.answer = Some((key.clone(), answer.clone()));
                 }
                 Ok(json!({}))
             }
@@ -301,11 +335,13 @@ impl Tasks {
         lock(&self.held).values_mut().for_each(|task| task.cancel_requested = true);
     }
 
-    /// A task as `tasks/get` shows it (a `DetailedTask`): the fields every status has, and
-    /// what its status carries.
-    fn shown(&self, id: &str, task: &Task) -> Value {
+    /// A task as a result shows it, marked `result_type`, or as a notification does,
+    /// unmarked: the fields every status has, and what its status carries (a
+    /// `DetailedTask`).
+    fn shown(&self, id: &str, task: &Task, result_type: Option<&str>) -> Value {
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let mut shown = json!({
+            "resultType": result_type,
             "taskId": id,
             "status": "working",
             "createdAt": iso_8601(task.created_at),
@@ -326,6 +362,9 @@ impl Tasks {
         if let (Some(field), Some(value)) = (field, value) {
             shown[field] = value;
         }
+        if result_type.is_none() {
+            shown.as_object_mut().expect("an object").shift_remove("resultType");
+        }
         shown
     }
 }
@@ -340,6 +379,8 @@ impl Tasks {
 struct TaskOutlet {
     tasks: &'static Tasks,
     id: String,
+    /// Who listens for the task's changes (chapter 17's `subscriptions/listen`).
+    listeners: &'static Listeners,
 }
 
 impl Outlet for TaskOutlet {
@@ -353,13 +394,20 @@ impl Outlet for TaskOutlet {
         // A new key for each question: "Each request key in `inputRequests` MUST be unique
         // over the lifetime of a single task."
         let request = json!({ "method": method, "params": params });
-        self.tasks.update(&self.id, |task| {
+        let mut key = String::new();
+        let asking = |task: &mut Task| {
             task.asked += 1;
-            let key = format!("question-{}", task.asked);
-            task.status = Status::InputRequired { key, request };
-        });
+            key = format!("question-{}", task.asked);
+            task.status = Status::InputRequired { key: key.clone(), request };
+        };
+        self.tasks.update(&self.id, asking, self.listeners);
         let heard = loop {
-            if let Some(answer) = lock(&self.tasks.held).get_mut(&self.id).and_then(|task| task.answer.take()) {
+            // Only an answer to this question: one to an earlier question, come late, is
+            // dropped.
+            let answer = lock(&self.tasks.held).get_mut(&self.id).and_then(|task| task.answer.take());
+            if let Some((answered, answer)) = answer
+                && answered == key
+            {
                 break Ok(answer);
             }
             if self.cancelled() {
@@ -370,7 +418,10 @@ impl Outlet for TaskOutlet {
             }
             thread::sleep(ANSWER_CHECK_INTERVAL);
         };
-        self.tasks.update(&self.id, |task| task.status = Status::Working);
+        // Answered: back to work. Not answered: the task stays as it is until its end.
+        if heard.is_ok() {
+            self.tasks.update(&self.id, |task| task.status = Status::Working, self.listeners);
+        }
         Some(heard)
     }
 }
