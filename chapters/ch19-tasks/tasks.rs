@@ -231,6 +231,9 @@ impl Tasks {
             lock(&self.held).remove(&id);
             return None;
         }
+        // A line on stderr, so that a test can see a client's call became a task
+        // (tests/interop/run); never the id, which without authorization is the task's key.
+        eprintln!("tools/call: answered with a task");
         Some(created)
     }
 

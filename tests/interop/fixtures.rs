@@ -21,7 +21,10 @@
 //! subscribed to as chapter 17's `payroll://last-run`, `test_prompt_with_arguments` is
 //! got as `reply_to_customer`, its `arg1` as `orderId`, `test_tool_with_progress` and
 //! `test_tool_with_logging` are called as chapter 14's `run_payroll`, the 2026-07-28
-//! tools that ask the client by elicitation as chapter 15's `approve_payroll`). The
+//! tools that ask the client by elicitation as chapter 15's `approve_payroll`, and the
+//! tasks extension's `greet` (quick: never a task), `slow_compute` and `confirm_delete`
+//! as chapter 19's `PingME`, `run_payroll` and `approve_payroll`, whose `approve` is the
+//! `confirm` of the suite's answers in `tasks/update`). The
 //! chapter's answer to it goes back unchanged, so the suite's checks of a text resource,
 //! a binary one, subscriptions, prompts with arguments, embedded resources and images,
 //! completion, progress, logging and `input_required` measure the chapter's own code. A chapter that
@@ -43,6 +46,13 @@
 //!   answer to them itself;
 //! - the results of `initialize`, `server/discover` and `tools/list`: the fixture
 //!   capabilities and tools are added to the chapter's.
+//!
+//! The tasks extension's other tools get no fixture: `failing_job` (a task that ends in
+//! a tool error, and that needs the extension), `protocol_error_job` (one that ends in a
+//! JSON-RPC error), `multi_input` (two questions at once) and `test_tool_with_task` (a
+//! round of `input_required`, then a task). No chapter tool does any of that, and a
+//! fixture would have to make the task itself: the suite would measure the proxy's tasks,
+//! not the chapter's. The chapter answers "unknown tool", and those checks fail.
 //!
 //! So every HTTP check (Host, Origin, headers, body size) and every other answer is the
 //! chapter's own binary speaking, and the suite measures it. An answer that is an event
@@ -145,7 +155,19 @@ const TOOL_STAND_INS: &[ToolStandIn] = &[
     ToolStandIn { suite: "test_streaming_elicitation", chapter: "approve_payroll", keys: &[] },
     // The handshake era's asking (a request on the call's stream, answered by a POST).
     ToolStandIn { suite: "test_elicitation", chapter: "approve_payroll", keys: &[] },
+    // The tasks extension's scenarios (chapter 19): a quick tool, which never becomes a
+    // task; the long one, which does for a client that declares the extension; and the
+    // one that asks, which as a task waits in `input_required` for `tasks/update`.
+    ToolStandIn { suite: "greet", chapter: "PingME", keys: &[] },
+    ToolStandIn { suite: "slow_compute", chapter: "run_payroll", keys: &[] },
+    ToolStandIn { suite: "confirm_delete", chapter: "approve_payroll", keys: &[] },
 ];
+
+/// The fields of the suite's answers in `tasks/update` under the chapter's names: the
+/// suite confirms a `confirm_delete` with `{"confirm": true}`, chapter 15's form asks
+/// for `approve`. The keys of `inputResponses` need no renaming: the suite answers
+/// under the keys the chapter's task showed it in `inputRequests`.
+const TASK_ANSWER_FIELDS: &[(&str, &str)] = &[("confirm", "approve")];
 
 fn tool_stand_in(params: &Value) -> Option<&'static ToolStandIn> {
     TOOL_STAND_INS.iter().find(|tool| params["name"] == tool.suite)
@@ -274,6 +296,14 @@ fn stand_in(request: &Request, message: &Message) -> HttpRequest {
                 rename_keys(responses, tool.keys.iter().map(|(suite, chapter)| (*suite, *chapter)));
             }
             tool.chapter
+        }
+        "tasks/update" => {
+            let Some(responses) = params["inputResponses"].as_object_mut() else { return sent };
+            for content in responses.values_mut().filter_map(|answer| answer.get_mut("content")?.as_object_mut()) {
+                rename_keys(content, TASK_ANSWER_FIELDS.iter().copied());
+            }
+            // `Mcp-Name` is the task's id, unchanged.
+            ""
         }
         "completion/complete" => {
             let Some(prompt) = PROMPT_STAND_INS.iter().find(|p| params["ref"]["name"] == p.suite) else {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turn conformance-suite runs into the Markdown score tables the book includes.
 
-    scores.py TITLE LABEL=RUN [LABEL=RUN ...] > table.md
+    scores.py [--extensions] TITLE LABEL=RUN [LABEL=RUN ...] > table.md
 
 Each RUN is what `tests/interop/run` kept of one suite run against one server: a folder
 holding `stdout.txt` (what the suite printed) and `checks/` (its `-o` output: one folder
@@ -14,6 +14,9 @@ counts it (✓). One that passes with a WARNING gets ⚠: a SHOULD the server sk
 are counted as the suite's summary counts them (SUCCESS passed, FAILURE failed).
 With the alpha line's `--requirements`, scenarios the suite lists as "Not scored"
 (extensions, pending) are left out of the scores, as they are out of its exit code.
+With `--extensions` the table is of those the suite did not score because they test an
+extension (the tasks extension's `tasks-*`), and of nothing else. A scenario whose
+checks were all SKIPPED gets "skipped": it ran, and tested nothing.
 
 Standard library only, so it runs on any python3.
 """
@@ -25,12 +28,13 @@ import re
 import sys
 from pathlib import Path
 
-PASS, WARN, FAIL = "✓", "⚠", "✗"
+PASS, WARN, FAIL, SKIPPED = "✓", "⚠", "✗", "skipped"
 
 
 class Run:
-    def __init__(self, label: str, folder: Path):
+    def __init__(self, label: str, folder: Path, extensions: bool = False):
         self.label = label
+        self.extensions = extensions
         stdout = (folder / "stdout.txt").read_text(encoding="utf-8")
         # The summary: every scenario that ran, in the suite's order, with its counts.
         summary = stdout.split("=== SUMMARY ===", 1)[-1]
@@ -41,6 +45,7 @@ class Run:
         self.counts = {name: (int(p), int(f)) for name, p, f in lines}
         not_scored = stdout.split("Not scored for", 1)[1] if "Not scored for" in stdout else ""
         self.not_scored = set(re.findall(r"^\s+[✓✗] (\S+) \(", not_scored, re.M))
+        self.extension = set(re.findall(r"^\s+[✓✗] (\S+) \(extension\)", not_scored, re.M))
         # The checks, for the WARNINGs the summary does not show. A scenario that crashed
         # has no checks.json; the summary counts it as one failed check.
         self.statuses: dict[str, set[str]] = {}
@@ -49,6 +54,10 @@ class Run:
             self.statuses[scenario] = {c["status"] for c in json.loads(path.read_text(encoding="utf-8"))}
 
     def scored(self) -> list[str]:
+        """The scenarios this table counts: the suite's scored ones, or (`--extensions`)
+        the extensions' ones."""
+        if self.extensions:
+            return [s for s in self.order if s in self.extension]
         return [s for s in self.order if s not in self.not_scored]
 
     def verdict(self, scenario: str) -> str:
@@ -56,6 +65,8 @@ class Run:
             return ""
         if self.counts[scenario][1]:
             return FAIL
+        if self.statuses.get(scenario) == {"SKIPPED"}:
+            return SKIPPED
         return WARN if "WARNING" in self.statuses.get(scenario, set()) else PASS
 
     def checks(self, index: int) -> int:
@@ -75,8 +86,8 @@ def table(title: str, runs: list[Run]) -> str:
         # The first "chNN+fixtures" row compares with "chNN" itself, not the row above it.
         if previous and "+" in run.label and "+" not in previous.label:
             previous = by_label.get(run.label.split("+")[0], previous)
-        passing = [s for s in run.scored() if run.verdict(s) != FAIL]
-        was = [s for s in previous.scored() if previous.verdict(s) != FAIL] if previous else []
+        passing = [s for s in run.scored() if run.verdict(s) not in (FAIL, SKIPPED)]
+        was = [s for s in previous.scored() if previous.verdict(s) not in (FAIL, SKIPPED)] if previous else []
         changes = [f"+{s}" for s in passing if s not in was] + [f"−{s}" for s in was if s not in passing]
         row = [run.label, f"{len(passing)} / {len(run.scored())}", str(run.checks(0)), str(run.checks(1))]
         out.append("| " + " | ".join(row + [", ".join(changes)]) + " |")
@@ -88,16 +99,18 @@ def table(title: str, runs: list[Run]) -> str:
     for scenario in scenarios:
         out.append(f"| `{scenario}` | " + " | ".join(run.verdict(scenario) for run in runs) + " |")
     not_scored = sorted({s for run in runs for s in run.not_scored})
-    if not_scored:
+    if not_scored and not any(run.extensions for run in runs):
         out += ["", "Not scored (extensions and pending scenarios; they ran, and do not count): "
                 + ", ".join(f"`{s}`" for s in not_scored) + "."]
     return "\n".join(out) + "\n"
 
 
 def main(argv: list[str]) -> None:
+    extensions = argv[:1] == ["--extensions"]
+    argv = argv[1:] if extensions else argv
     if len(argv) < 2 or any("=" not in a for a in argv[1:]):
         sys.exit(__doc__.strip().split("\n\n")[1])
-    runs = [Run(label, Path(folder)) for label, folder in (a.split("=", 1) for a in argv[1:])]
+    runs = [Run(label, Path(folder), extensions) for label, folder in (a.split("=", 1) for a in argv[1:])]
     sys.stdout.write(table(argv[0], runs))
 
 
