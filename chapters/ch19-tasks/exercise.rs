@@ -282,7 +282,7 @@ impl Tasks {
         let changed = lock(&self.held).get_mut(id).map(|task| {
             change(task);
             task.last_updated_at = now_secs();
-            self.shown(id, task, None)
+            self.shown(id, task)
         });
         // Told once the lock is let go: a slow listener holds up no task.
         if let Some(task) = changed {
@@ -326,9 +326,9 @@ impl Tasks {
         // END TODO
         // ANCHOR_END: owned
         match method {
-            // A task, as `tasks/get` answers it, is that method's complete result: "The
-            // `resultType` field MUST be set to `"complete"` on this object".
-            "tasks/get" => Ok(self.shown(id, task, Some("complete"))),
+            // A task, as `tasks/get` answers it, is that method's complete result, which the
+            // router marks so: "The `resultType` field MUST be set to `"complete"` on this object".
+            "tasks/get" => Ok(self.shown(id, task)),
             "tasks/update" => {
                 let responses = params.and_then(|p| p.get("inputResponses")).and_then(Value::as_object);
                 let responses =
@@ -362,35 +362,29 @@ impl Tasks {
         lock(&self.held).values_mut().for_each(|task| task.cancel_requested = true);
     }
 
-    /// A task as a result shows it, marked `result_type`, or as a notification does,
-    /// unmarked: the fields every status has, and what its status carries (a
-    /// `DetailedTask`).
-    fn shown(&self, id: &str, task: &Task, result_type: Option<&str>) -> Value {
+    /// A task as `tasks/get` and `notifications/tasks` show it (a `DetailedTask`): the
+    /// fields every status has, and what its status carries.
+    fn shown(&self, id: &str, task: &Task) -> Value {
+        let (status, carries) = match &task.status {
+            Status::Working => ("working", None),
+            Status::InputRequired { key, request } => {
+                ("input_required", Some(("inputRequests", json!({ key.as_str(): request }))))
+            }
+            Status::Completed(result) => ("completed", Some(("result", result.clone()))),
+            Status::Failed(error) => ("failed", Some(("error", error.clone()))),
+            Status::Cancelled => ("cancelled", None),
+        };
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let mut shown = json!({
-            "resultType": result_type,
             "taskId": id,
-            "status": "working",
+            "status": status,
             "createdAt": iso_8601(task.created_at),
             "lastUpdatedAt": iso_8601(task.last_updated_at),
             "ttlMs": ttl_ms,
             "pollIntervalMs": POLL_INTERVAL_MS,
         });
-        let (status, field, value) = match &task.status {
-            Status::Working => ("working", None, None),
-            Status::InputRequired { key, request } => {
-                ("input_required", Some("inputRequests"), Some(json!({ key.as_str(): request })))
-            }
-            Status::Completed(result) => ("completed", Some("result"), Some(result.clone())),
-            Status::Failed(error) => ("failed", Some("error"), Some(error.clone())),
-            Status::Cancelled => ("cancelled", None, None),
-        };
-        shown["status"] = json!(status);
-        if let (Some(field), Some(value)) = (field, value) {
+        if let Some((field, value)) = carries {
             shown[field] = value;
-        }
-        if result_type.is_none() {
-            shown.as_object_mut().expect("an object").shift_remove("resultType");
         }
         shown
     }
