@@ -81,6 +81,13 @@ pub const CHAPTERS: &[Chapter] = &[
         piece: Some("tasks"),
         features: &["authorization"],
     },
+    Chapter {
+        number: 20,
+        name: "ch20-fleet",
+        title: "Several instances: the state they share",
+        piece: Some("tasks"),
+        features: &["fleet"],
+    },
 ];
 
 impl Chapter {
@@ -149,6 +156,7 @@ impl Chapter {
 pub fn feature_enabled(feature: &str) -> bool {
     match feature {
         "authorization" => cfg!(feature = "authorization"),
+        "fleet" => cfg!(feature = "fleet"),
         other => panic!("src/chapters.rs knows no cargo feature {other:?}: add it to `feature_enabled`"),
     }
 }

@@ -2,8 +2,9 @@
 //! the last chapter, which has the whole protocol the book teaches (resources, prompts,
 //! completion, streamed calls, asking the user, subscriptions, authorization).
 //!
-//! The starter depends on four crates (`DEPENDENCIES`), the full starter on those and
-//! the three its authorization needs (`FULL_DEPENDENCIES`). The new crate holds these files:
+//! The starter depends on four crates (`DEPENDENCIES`), the full starter on those, the
+//! three its authorization needs and the Redis client of its shared store
+//! (`FULL_DEPENDENCIES`). The new crate holds these files:
 //!
 //! | file | from |
 //! |---|---|
@@ -41,11 +42,12 @@ pub const IMPORT_IN_COPY: &str = "mod http;";
 /// The crates the starter depends on, and no other.
 pub const DEPENDENCIES: &[&str] = &["clap", "serde", "serde_json", "tiny_http"];
 
-/// The crates the full starter depends on: the starter's, and the three chapter 18's
+/// The crates the full starter depends on: the starter's, the three chapter 18's
 /// authorization adds (a JWT library, SHA-256 for the record of tokens verified, and an
-/// HTTP client, for the authorization server's keys). The workbook depends on these and
-/// no others.
-pub const FULL_DEPENDENCIES: &[&str] = &["clap", "jsonwebtoken", "serde", "serde_json", "sha2", "tiny_http", "ureq"];
+/// HTTP client, for the authorization server's keys), and chapter 20's Redis client (the
+/// store several instances share). The workbook depends on these and no others.
+pub const FULL_DEPENDENCIES: &[&str] =
+    &["clap", "jsonwebtoken", "redis", "serde", "serde_json", "sha2", "tiny_http", "ureq"];
 
 /// The crates a copy made from `chapter` depends on.
 fn dependencies_of(chapter: &str) -> &'static [&'static str] {
@@ -150,8 +152,8 @@ fn module_for_copy(chapter: &str, file: &str, source: &str) -> Result<String, St
 
 /// The copy's `Cargo.toml`: its own name, the workbook's edition and `rust-version`,
 /// and the workbook's `[dependencies]` lines (each with the comment above it) for
-/// `crates`, as they stand but plain: the workbook makes chapter 18's crates optional,
-/// behind its `authorization` feature, and a copy has no features. The workbook's
+/// `crates`, as they stand but plain: the workbook makes chapter 18's and 20's crates
+/// optional, behind their features (`authorization`, `fleet`), and a copy has no features. The workbook's
 /// dependencies must be `FULL_DEPENDENCIES`: a crate added to the workbook is a
 /// decision for every copy, made here.
 pub fn manifest_for(name: &str, workbook_manifest: &str, crates: &[&str]) -> Result<String, String> {
@@ -184,7 +186,8 @@ pub fn manifest_for(name: &str, workbook_manifest: &str, crates: &[&str]) -> Res
         out.push_str(&line);
         out.push('\n');
     }
-    let count = ["no", "one", "two", "three", "four", "five", "six", "seven"].get(crates.len()).unwrap_or(&"these");
+    let count =
+        ["no", "one", "two", "three", "four", "five", "six", "seven", "eight"].get(crates.len()).unwrap_or(&"these");
     out.push_str(&format!(
         "\n# The MCP workbook's starter stands on these {count} crates, nothing else.\n[dependencies]\n"
     ));
@@ -226,8 +229,9 @@ mod tests {
 rust-version = \"1.88\"\n\n[[bin]]\nname = \"workbook\"\n\n[dependencies]\nclap = { version = \"4\", features = [\"derive\"] }\n\
 serde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n# For chapter 18.\n\
 jsonwebtoken = { version = \"11\", default-features = false, optional = true }\nsha2 = { version = \"0.10\", optional = true }\n\
-ureq = { version = \"3\", optional = true }\n\n\
-[features]\nauthorization = [\"dep:jsonwebtoken\", \"dep:sha2\", \"dep:ureq\"]\n\n[dev-dependencies]\njsonschema = \"0.30\"\n";
+ureq = { version = \"3\", optional = true }\n# For chapter 20.\n\
+redis = { version = \"1\", default-features = false, optional = true }\n\n\
+[features]\nauthorization = [\"dep:jsonwebtoken\", \"dep:sha2\", \"dep:ureq\"]\nfleet = [\"authorization\", \"dep:redis\"]\n\n[dev-dependencies]\njsonschema = \"0.30\"\n";
 
     #[test]
     fn the_manifest_keeps_the_workbook_versions_and_nothing_else() {
@@ -239,11 +243,12 @@ ureq = { version = \"3\", optional = true }\n\n\
 clap = { version = \"4\", features = [\"derive\"] }\nserde = \"1\"\nserde_json = \"1\"\ntiny_http = \"0.12\"\n"
         );
         let full = manifest_for("my-server", MANIFEST, FULL_DEPENDENCIES).unwrap();
-        assert!(full.contains("on these seven crates"), "{full}");
+        assert!(full.contains("on these eight crates"), "{full}");
         assert!(
             full.ends_with(
                 "tiny_http = \"0.12\"\n# For chapter 18.\n\
-                 jsonwebtoken = { version = \"11\", default-features = false }\nsha2 = \"0.10\"\nureq = \"3\"\n"
+                 jsonwebtoken = { version = \"11\", default-features = false }\nsha2 = \"0.10\"\nureq = \"3\"\n\
+                 # For chapter 20.\nredis = { version = \"1\", default-features = false }\n"
             ),
             "{full}"
         );

@@ -51,6 +51,8 @@ macro_rules! every_chapter {
             ch18_authorization => "ch18-authorization",
             #[cfg(feature = "authorization")]
             ch19_tasks => "ch19-tasks",
+            #[cfg(feature = "fleet")]
+            ch20_fleet => "ch20-fleet",
         }
     };
 }

@@ -1,0 +1,116 @@
+//! The HTTP transport: the one endpoint, `/mcp`. `handle` is the server as a function
+//! from an HTTP request to an HTTP response. It asks the guard who may call (guard.rs),
+//! and the authorization (chapter 18) who is calling and whether they may, checks what
+//! HTTP itself must get right (the path, the method, `Accept`, `Content-Type`), reads
+//! the body as one JSON-RPC message (jsonrpc.rs), and hands it to the router
+//! (router.rs), whose answer it sends in the form the client reads.
+
+use serde_json::Value;
+
+use crate::authorization::{Authorization, Caller};
+use crate::framing::{allows_event_stream, is_json, response_format};
+use crate::guard::Guard;
+use crate::http::{Request, Response};
+use crate::jsonrpc::{RpcError, parse_message, readable_id, reply};
+use crate::listen::listen_over_http;
+use crate::mcp::check_protocol_version;
+use crate::rate_limit::RateLimit;
+use crate::router::{Catalog, Routed, Via, route};
+use crate::sessions::{end_session, session_not_found};
+use crate::streaming::answer_long_call;
+use crate::subscriptions::open_stream;
+
+// ANCHOR: handle
+/// The whole server as a pure function: an HTTP request in, an HTTP response out.
+pub fn handle(
+    request: &Request,
+    catalog: &'static Catalog,
+    guard: &Guard,
+    authorization: Option<&Authorization>,
+    rate_limit: &RateLimit,
+) -> Response {
+    // Who is asking comes first: a request the guard refuses learns nothing else.
+    if let Err(refusal) = guard.admit(request) {
+        return refusal;
+    }
+    // Chapter 18: where to get a token is public (authorization.rs).
+    if let Some(document) = authorization.and_then(|authorization| authorization.metadata(request)) {
+        return document;
+    }
+    if request.path != "/mcp" {
+        return Response::empty(404);
+    }
+    // Chapter 18: who is calling: the subject and client of a valid access token, or
+    // else (no authorization server) the address the request came from.
+    let caller = match authorization.map(|authorization| authorization.caller(request)) {
+        Some(Ok(caller)) => caller,
+        Some(Err(refusal)) => return refusal,
+        None => Caller::anonymous(request.peer),
+    };
+    // Chapter 16: DELETE ends a session (sessions.rs), and a GET (chapter 17) opens its
+    // stream: both are requests, so a revision this server does not speak is refused first.
+    if (request.method == "DELETE" || request.method == "GET")
+        && let Err(error) = check_protocol_version(request, None)
+    {
+        return reply(400, Value::Null, Err(error));
+    }
+    // Chapter 18: both need the scope every request needs, and a session is its
+    // caller's alone: to another caller it does not exist.
+    if request.method == "DELETE" || request.method == "GET" {
+        if let Some(Err(refusal)) = authorization.map(|authorization| authorization.check_scopes(&caller, None)) {
+            return refusal;
+        }
+        if let Some(id) = request.header("Mcp-Session-Id")
+            && catalog.sessions.belongs_to_another(id, caller.identity().as_deref())
+        {
+            return session_not_found(Value::Null);
+        }
+    }
+    if request.method == "DELETE" {
+        return end_session(request, &catalog.sessions);
+    }
+    // Chapter 17: GET opens a session's own stream (subscriptions.rs).
+    if request.method == "GET" {
+        return open_stream(request, &catalog.sessions, caller.stream_time());
+    }
+    if request.method != "POST" {
+        // 405 tells a client "this endpoint exists, use POST"; `Allow` says which.
+        return Response::empty(405).with_header("Allow", "GET, POST, DELETE");
+    }
+    // Headers first: there is no point reading a body we cannot understand, or
+    // answering in a form the client cannot read. Both errors are about the request
+    // as a whole, so they carry `"id": null`, like every error before the body is parsed.
+    let Some(format) = response_format(request.header("Accept")) else {
+        let error = RpcError::invalid_request("`Accept` must allow application/json or text/event-stream");
+        return reply(406, Value::Null, Err(error));
+    };
+    if !is_json(request.header("Content-Type")) {
+        let error = RpcError::invalid_request("`Content-Type` must be application/json");
+        return reply(415, Value::Null, Err(error));
+    }
+    let message = match parse_message(&request.body) {
+        Ok(message) => message,
+        // Not a message at all: the error goes back with the body's id when one could be
+        // read, else with `"id": null` (see `readable_id`).
+        Err(error) => return reply(400, readable_id(&request.body), Err(error)),
+    };
+    // Chapter 18: a token that does not grant what this message needs is refused.
+    if let Some(Err(refusal)) = authorization.map(|authorization| authorization.check_scopes(&caller, Some(&message))) {
+        return refusal;
+    }
+    match route(message, Via::Http(request), &caller, catalog, rate_limit) {
+        Routed::Answer(response) => format.wrap(response),
+        Routed::AsIs(response) => response,
+        // A long call goes on after this handler returns (streaming.rs).
+        Routed::Long(id, long) => {
+            let streams = allows_event_stream(request.header("Accept"));
+            answer_long_call(id, *long, format, streams, catalog.server())
+        }
+        // Chapter 17: a subscription's answer stays open (listen.rs).
+        Routed::Listen(id, params) => {
+            let lasts = caller.stream_time();
+            listen_over_http(id, params.as_ref(), request.header("Accept"), format, catalog.listening(), lasts)
+        }
+    }
+}
+// ANCHOR_END: handle
