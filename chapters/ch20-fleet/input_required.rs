@@ -6,15 +6,15 @@
 //! what it needs answered and a `requestState`; the client retries the same call with
 //! `inputResponses` and that state, on any connection, to any instance of the server.
 
-use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
 use crate::guard::same_secret;
 use crate::jsonrpc::RpcError;
-use crate::mcp::{ToolResult, lock};
+use crate::mcp::ToolResult;
 use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
+use crate::store::{NotUsed, Store, StoreError};
 
 // ANCHOR: input_required
 /// A tool that asks the user before it acts, as YOUR TOOLS says it (`main` hands it
@@ -38,9 +38,6 @@ const STATE_TTL_SECS: u64 = 600;
 /// state names the caller instead (`Caller::identity`: the token's subject and client),
 /// and another caller's is refused.
 const ANYONE: &str = "anyone";
-/// The most used states remembered at once (`UsedStates`): some 10,000 approvals in ten
-/// minutes, a few hundred kilobytes.
-const MAX_USED_STATES: usize = 10_000;
 
 /// 2026-07-28's code for "this request needs a client capability you did not declare".
 pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
@@ -49,7 +46,12 @@ pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 /// arguments were checked first, by the router's `tools_call`, as every call's are
 /// ("Validate all tool inputs", `2026-07-28/server/tools.mdx`, Security
 /// Considerations): no question is asked for a call that cannot run.
-pub fn call_asking(params: Option<&Value>, asking: &AskingTool, caller: Option<&str>) -> Result<Value, RpcError> {
+pub fn call_asking(
+    params: Option<&Value>,
+    asking: &AskingTool,
+    caller: Option<&str>,
+    store: &Store,
+) -> Result<Value, RpcError> {
     let params = params.expect("the tool was found by the name they hold");
     takes_forms(params, asking.name)?;
     // The call a state is issued for, and the only one it comes back on.
@@ -58,8 +60,12 @@ pub fn call_asking(params: Option<&Value>, asking: &AskingTool, caller: Option<&
     if let Some(state) = params.get("requestState") {
         let state = state.as_str().ok_or_else(|| RpcError::invalid_params("`requestState` must be a string"))?;
         let (id, expires) = verify_state(state, &call, now_secs())?;
-        // Used once, whatever this retry brings: an answer acted on, or a question asked again.
-        lock(&USED_STATES).use_once(id, expires, now_secs()).map_err(state_refused)?;
+        // Used once, whatever this retry brings: an answer acted on, or a question asked
+        // again. Chapter 20: once across every instance that shares the store.
+        store.use_once(id, expires, now_secs()).map_err(|not_used| match not_used {
+            NotUsed::Refused(why) => state_refused(why),
+            NotUsed::StoreFailed(error) => not_recorded(&error),
+        })?;
         let answer = params.get("inputResponses").and_then(|responses| responses.get(APPROVAL_KEY));
         if let Some(answer) = answer {
             let result = (asking.decide)(answer);
@@ -124,14 +130,15 @@ fn canonical_json(value: &Value) -> String {
     }
 }
 
-/// How many states this process has issued: each one's id is the next number.
+/// The id of the state this process issued last: each one's id is the next number
+/// (chapter 20: from where the store says to start, `configure`).
 static STATES_ISSUED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The state: `v2.ID.EXPIRES.CALL.TAG`. ID is its own number, so that it can be used
 /// once; CALL is `originating_call`'s; TAG is a keyed hash of the rest under a key only
 /// this process knows. A client can read it but not forge or alter it.
 fn sign_state(call: &str, expires: u64) -> String {
-    let id = STATES_ISSUED.fetch_add(1, Ordering::SeqCst) + 1;
+    let id = STATES_ISSUED.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
     let body = format!("v2.{id}.{expires}.{call}");
     let tag = state_tag(&body);
     format!("{body}.{tag}")
@@ -165,64 +172,25 @@ fn verify_state(state: &str, call: &str, now: u64) -> Result<(u64, u64), RpcErro
 /// Why most states are refused: the tag, or the shape, is not this server's.
 const NOT_ISSUED: &str = "is not one this server issued";
 
+// ANCHOR: not_recorded
+/// Chapter 20: the store did not answer, so whether this state was used is unknown, and
+/// the approval does not run: run, it could run twice. -32603, "Internal error" (the
+/// server's own fault, not the client's params, so not -32602): the state stays unused,
+/// and the same retry, sent again once the store is back, runs.
+fn not_recorded(error: &StoreError) -> RpcError {
+    eprintln!("input_required: an approval not run, its state not recorded: {error}");
+    RpcError::internal_error(
+        "the approval could not be recorded as used (the state store did not answer), so it did not run; \
+         send the same retry again later",
+    )
+}
+// ANCHOR_END: not_recorded
+
 /// A state the server will not honour: -32602, and what the client can do instead. A
 /// state "that fails verification" MUST be rejected (mrtr.mdx, Server Requirements 4).
 fn state_refused(why: &str) -> RpcError {
     RpcError::invalid_params(&format!("`requestState` {why}; call the tool again without it"))
 }
-
-// ANCHOR: used_states
-/// The states already used. A good tag proves this server issued a state, not that it
-/// is new: an approved retry sent again, word for word, would run the payroll again
-/// until the state expired. mrtr.mdx: "Servers for which a given `requestState` must be
-/// consumed at most once (e.g., one-time redemptions) MUST enforce that invariant
-/// server-side" (Server Requirements 5).
-pub static USED_STATES: Mutex<UsedStates> = Mutex::new(UsedStates::new(MAX_USED_STATES));
-
-/// Each used state's id, kept until the state expires (from then on it is refused as
-/// expired anyway): at most the states used in `STATE_TTL_SECS`, and never more than
-/// `max`. This is the one thing the server keeps; a fleet of instances keeps it in a
-/// store they share, or a state used on one instance can be used again on another.
-pub struct UsedStates {
-    /// `(expires, id)` of every used state not yet expired, the soonest to expire first.
-    used: std::collections::BTreeSet<(u64, u64)>,
-    /// Every state that expires at or before this is refused: it may have been used where
-    /// this record cannot see, before this process started, or before the cap dropped it.
-    horizon: u64,
-    max: usize,
-}
-
-impl UsedStates {
-    const fn new(max: usize) -> UsedStates {
-        UsedStates { used: std::collections::BTreeSet::new(), horizon: 0, max }
-    }
-
-    /// The process starts at `now`, with an empty record. A state issued before then
-    /// under the same `--state-key` may have been used by the process before: refused.
-    pub fn start(&mut self, now: u64) {
-        self.horizon = now + STATE_TTL_SECS - 1;
-    }
-
-    /// Use the state `id`, which expires at `expires`, once. `Err`: why not, for the client.
-    fn use_once(&mut self, id: u64, expires: u64, now: u64) -> Result<(), &'static str> {
-        self.used = self.used.split_off(&(now, 0)); // the expired are refused anyway
-        if expires <= self.horizon {
-            return Err("is older than this server's record of used states");
-        }
-        if !self.used.insert((expires, id)) {
-            return Err("has been used already");
-        }
-        // Full: forget the state that expires first, and refuse from now on every state
-        // that expires no later. Some states die early; none is used twice.
-        if self.used.len() > self.max
-            && let Some((expires, _)) = self.used.pop_first()
-        {
-            self.horizon = expires;
-        }
-        Ok(())
-    }
-}
-// ANCHOR_END: used_states
 
 /// The secret the tags are made with: `--state-key`, or one drawn at random when the
 /// server starts (then a restart refuses every state issued before it, and the client
@@ -236,27 +204,26 @@ static FIXED_CLOCK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 pub struct StateFlags {
     /// The secret that signs `requestState` (chapter 15): 32 hex digits, 128 bits.
     /// Every instance behind one load balancer needs the same one (and a shared record
-    /// of used states: one instance does not know what another has used); without it,
-    /// one is drawn at random.
+    /// of used states, `--state-store`: one instance does not know what another has
+    /// used); without it, one is drawn at random.
     #[arg(long, value_name = "HEX", value_parser = parse_state_key)]
     pub state_key: Option<[u8; 16]>,
     /// For tests: the clock `requestState` expiry reads, in seconds since 1970.
     #[arg(long, value_name = "SECS", hide = true)]
     pub fixed_clock: Option<u64>,
-    /// For tests: the most used states remembered at once (`MAX_USED_STATES` unless
-    /// given), so that a test can fill the record and see what it does when full.
+    /// For tests: the most used states remembered at once in the process
+    /// (`MAX_USED_STATES` unless given, store.rs), so that a test can fill the record
+    /// and see what it does when full.
     #[arg(long, value_name = "N", hide = true)]
     pub max_used_states: Option<usize>,
 }
 
 /// Set up what the flags say, once, before any request: the key (`--state-key`), the
-/// clock and the size of the record of used states (`--fixed-clock` and
-/// `--max-used-states`, for tests), and the start of that record.
-pub fn configure(flags: &StateFlags) {
-    let StateFlags { state_key, fixed_clock, max_used_states } = *flags;
-    if let Some(max) = max_used_states {
-        lock(&USED_STATES).max = max;
-    }
+/// clock (`--fixed-clock`, for tests), the start of the record of used states in
+/// `store` (whose size `--max-used-states` gave), and the first state's id.
+pub fn configure(flags: &StateFlags, store: &Store) {
+    let StateFlags { state_key, fixed_clock, .. } = *flags;
+    STATES_ISSUED.store(store.first_state_id(), Ordering::SeqCst);
     if let Some(key) = state_key {
         STATE_KEY.set(key).expect("set once, before any request");
     }
@@ -266,7 +233,7 @@ pub fn configure(flags: &StateFlags) {
     // A restart empties the record of used states: refuse what was issued before it.
     // (A fixed clock, for transcripts, never moves: there is no before to refuse.)
     if fixed_clock.is_none() {
-        lock(&USED_STATES).start(now_secs());
+        store.start(now_secs() + STATE_TTL_SECS - 1);
     }
 }
 

@@ -1,10 +1,9 @@
 //! Chapter 20: several instances (the state a stateless protocol still has, shared).
 //!
 //! An MCP server that offers tools, resources (and subscriptions to them), prompts and
-//! completion, with calls that report as they go and a tool that asks the user, over
-//! Streamable HTTP or stdio, in both eras of the protocol, with authorization (chapter 18).
-//! This chapter adds tasks: for a 2026-07-28 client that declares the tasks extension, a
-//! tool that works in steps becomes a task, which it polls, answers and cancels (`tasks.rs`).
+//! completion, with calls that report as they go, a tool that asks the user, and tasks
+//! (chapter 19), over Streamable HTTP or stdio, in both eras, with authorization. This
+//! chapter runs it as several instances: what they share goes in Redis (`store.rs`).
 //!
 //! # Layout
 //!
@@ -17,6 +16,7 @@
 //! - `guard.rs`: who may talk to the server: `Host`, `Origin`, the bearer token.
 //! - `mcp.rs`: the MCP core: the revisions, `initialize`, a tool's result.
 //! - `modern.rs`: what 2026-07-28 changes: its envelope, `server/discover`, hints.
+//! - `store.rs` (this chapter): the state instances share, in the process or in Redis.
 //! - `rate_limit.rs`: how many tool calls a caller may make in a minute.
 //! - `resources.rs` (chapter 11): `resources/list`, `resources/read`.
 //! - `prompts.rs` (chapter 12): `prompts/list`, `prompts/get`.
@@ -27,7 +27,7 @@
 //! - `listen.rs` (chapter 17): 2026-07-28's `subscriptions/listen`, told the same.
 //! - `streaming.rs` (chapter 14): long calls: progress, logs, cancellation; asking mid-call.
 //! - `authorization.rs` (chapter 18): access tokens, scopes, and who is calling.
-//! - `tasks.rs` (this chapter): the tasks extension: a call that becomes a task.
+//! - `tasks.rs` (chapter 19): the tasks extension: a call that becomes a task.
 //! - `tools.rs`: `tools/list`, and `tools/call`: find the tool, check, run.
 //! - `router.rs`: the one way every message takes, and the methods of each era.
 //! - `endpoint.rs`: the HTTP transport: `/mcp`, its headers, its body.
@@ -54,6 +54,7 @@ mod framing;
 mod guard;
 mod mcp;
 mod modern;
+mod store;
 mod rate_limit;
 mod resources;
 mod prompts;
@@ -578,9 +579,8 @@ fn split_shift(arguments: &Map<String, Value>) -> ToolResult {
 // `resources/list`; a template (`ResourceTemplate`) stands for many
 // (`orders://{orderId}`), is listed by `resources/templates/list`, and its function
 // gets the values of the URI's variables and returns `None` for a URI that names nothing.
-// What a resource holds may change while the server runs (`payroll://last-run`): the
-// tool that changes it calls `call.resource_updated(uri)`, and whoever subscribed to
-// that URI is told (chapter 17).
+// What a resource holds may change (`payroll://last-run`): the tool that changes it calls
+// `call.resource_updated(uri)`, and whoever subscribed to it, on any instance, is told.
 // ===========================================================================
 
 // ANCHOR: resources
@@ -876,13 +876,13 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 // ===========================================================================
 // THE SERVER: its flags and `main`, which builds the catalog from YOUR TOOLS, YOUR
 // RESOURCES, YOUR PROMPTS and YOUR COMPLETIONS and hands it down. Nothing in the other
-// files needs to change to add any of them; chapters 1 to 9 and 11 to 19 explain it all.
+// files needs to change to add any of them; chapters 1 to 9 and 11 to 20 explain it all.
 // ===========================================================================
 
 // ANCHOR: args
 #[derive(Parser)]
 #[command(
-    about = "An MCP server: tools, resources and subscriptions, prompts, completion; calls that stream and ask the client; tasks; OAuth access tokens; over HTTP or stdio"
+    about = "An MCP server: tools, resources and subscriptions, prompts, completion; calls that stream and ask the client; tasks; OAuth access tokens; state shared in Redis; over HTTP or stdio"
 )]
 struct Args {
     /// Address to listen on. Port 0 picks a free port. An address other machines can
@@ -898,19 +898,17 @@ struct Args {
     /// Threads that answer requests [default: one per CPU core].
     #[arg(long, value_name = "N")]
     workers: Option<NonZeroUsize>,
-    /// Client connections open at once. Each costs a thread and a file descriptor, so
-    /// keep it well below `ulimit -n`. One more makes room: the connection that has
-    /// waited longest for its client is closed; only when every one is being served is
-    /// the newcomer answered 503.
+    /// Client connections open at once, each a thread and a file descriptor: keep it well
+    /// below `ulimit -n`. One more closes the connection that has waited longest for its
+    /// client; only when every one is being served is the newcomer answered 503.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections: usize,
     /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
     /// name a reverse proxy forwards. localhost, 127.0.0.1 and [::1] always work.
     #[arg(long = "allowed-host", value_name = "NAME")]
     allowed_hosts: Vec<String>,
-    /// Also accept requests sent with this `Origin` (repeatable), e.g.
-    /// https://app.example.com. http://localhost, http://127.0.0.1 and http://[::1],
-    /// on any port, always work.
+    /// Also accept requests sent with this `Origin` (repeatable), e.g. https://app.example.com.
+    /// http://localhost, http://127.0.0.1 and http://[::1], on any port, always work.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
     /// Require `Authorization: Bearer TOKEN` on every request. Prefer the environment
@@ -921,8 +919,8 @@ struct Args {
     // Who may call, with an authorization server's tokens (chapter 18): authorization.rs's flags.
     #[command(flatten)]
     authorization: authorization::AuthorizationFlags,
-    /// The most tool calls one caller may make in a minute, over HTTP and stdio alike: a
-    /// caller past it is refused (429 with `Retry-After`) until its share comes back.
+    /// The most tool calls one caller may make in a minute, over HTTP and stdio alike, on
+    /// every instance together with `--state-store`: past it, 429 with `Retry-After`.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CALLS_PER_MINUTE, value_parser = clap::value_parser!(u32).range(1..))]
     max_calls_per_minute: u32,
     /// Long calls (tools that work in steps) running at once; one more is refused. Each
@@ -938,15 +936,16 @@ struct Args {
     // How many tasks a caller may hold (chapter 19): tasks.rs's flags.
     #[command(flatten)]
     tasks: tasks::TaskFlags,
-    /// Streams open at once, of each kind (chapter 17: a GET in a session, where it hears
-    /// of the resources it subscribed to; a `subscriptions/listen`); one more is 503. Each holds a thread
-    /// and a connection while it is open, `MAX_STREAM_TIME` at most: keep it well below
-    /// `--max-connections`, so that streams cannot take every connection.
+    // Where the state instances share is kept (chapter 20): store.rs's flags.
+    #[command(flatten)]
+    store: store::StoreFlags,
+    /// Streams open at once, of each kind (chapter 17: a session's GET, a `subscriptions/listen`);
+    /// one more is 503. Each holds a thread and a connection, `MAX_STREAM_TIME` at most:
+    /// keep it well below `--max-connections`, so that streams cannot take every connection.
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_streams: usize,
-    /// For tests: the most resources one session (or one listen) may subscribe to at once
-    /// (`MAX_SUBSCRIPTIONS` unless given), so that a test can reach it with the few
-    /// resources this server offers.
+    /// For tests: the most resources one session (or listen) may subscribe to at once
+    /// (`MAX_SUBSCRIPTIONS` unless given), so that a test reaches it with the few here.
     #[arg(long, value_name = "N", default_value_t = MAX_SUBSCRIPTIONS, hide = true)]
     max_subscriptions: usize,
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
@@ -958,7 +957,6 @@ struct Args {
 
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    input_required::configure(&args.state);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let config = Config {
         workers,
@@ -966,9 +964,8 @@ fn main() -> std::io::Result<()> {
         max_connections: args.max_connections,
         ..Config::default()
     };
-    // The catalog is built once, from the flags; every request reads the same one. It
-    // lives as long as the process (`leak`): a long call goes on after its request's
-    // handler has returned, and reads the catalog from another thread.
+    // The catalog is built once, from the flags, and lives as long as the process (`leak`):
+    // a long call goes on after its request's handler has returned, on another thread.
     let catalog: &'static Catalog = Box::leak(Box::new(Catalog {
         info: ServerInfo { name: SERVER_NAME, version: SERVER_VERSION },
         tools: tools(args.demo_faults),
@@ -981,8 +978,11 @@ fn main() -> std::io::Result<()> {
         sessions: args.sessions.sessions(args.stdio, args.max_streams, args.max_subscriptions),
         listeners: Listeners::new(args.max_streams, args.max_subscriptions),
         tasks: args.tasks.tasks(),
+        store: args.store.store(args.state.max_used_states).map_err(std::io::Error::other)?,
     }));
-    let rate_limit = RateLimit::new(args.max_calls_per_minute);
+    input_required::configure(&args.state, &catalog.store);
+    catalog.relay_changes();
+    let rate_limit = RateLimit::new(args.max_calls_per_minute, &catalog.store);
     if args.stdio {
         return serve_stdio(catalog, &rate_limit);
     }

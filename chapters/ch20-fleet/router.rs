@@ -18,6 +18,7 @@ use crate::prompts::{Prompt, prompts_get, prompts_list};
 use crate::rate_limit::RateLimit;
 use crate::resources::{self, Resource, ResourceTemplate, resource_templates_list, resources_list, resources_read};
 use crate::sessions::{Session, Sessions, initialize_in_session, open_session, session_not_found, take_answer};
+use crate::store::Store;
 use crate::streaming::{Calls, Era, LongCall, Server, long_call, notice, progress_token, set_level};
 use crate::subscriptions::subscription;
 use crate::tasks::{Tasks, declares_tasks, extensions, missing_tasks_extension};
@@ -28,7 +29,8 @@ use crate::tools::{Run, Tool, arguments_refused, find_tool, tools_list};
 /// COMPLETIONS: who it is, and what the methods list, run, read, get and complete; and
 /// what it keeps while it runs: the long calls running now, the sessions open, with
 /// their subscriptions and streams, the `subscriptions/listen` streams, and the tasks
-/// (chapter 19). `main` builds it once.
+/// (chapter 19); and where the state every instance shares is kept (chapter 20, the
+/// store). `main` builds it once.
 pub struct Catalog {
     pub info: ServerInfo,
     pub tools: Vec<Tool>,
@@ -43,12 +45,23 @@ pub struct Catalog {
     pub sessions: Sessions,
     pub listeners: Listeners,
     pub tasks: Tasks,
+    pub store: Store,
 }
 
 impl Catalog {
     /// What of the server a long call reaches while it runs (streaming.rs).
     pub fn server(&'static self) -> Server {
-        Server { info: &self.info, calls: &self.calls, sessions: &self.sessions, listeners: &self.listeners }
+        let (sessions, listeners, store) = (&self.sessions, &self.listeners, &self.store);
+        Server { info: &self.info, calls: &self.calls, sessions, listeners, store }
+    }
+
+    /// Chapter 20: tell this instance's sessions and listens of every change another
+    /// instance makes, as it tells them of its own (`Call::resource_updated`).
+    pub fn relay_changes(&'static self) {
+        self.store.relay_changes(|uri| {
+            self.sessions.resource_updated(uri);
+            self.listeners.resource_updated(uri);
+        });
     }
 
     /// What of the server a `subscriptions/listen` reaches while it is open (listen.rs).
@@ -101,9 +114,9 @@ pub fn route(message: Message, via: Via, caller: &Caller, catalog: &'static Cata
     // with it: a caller with none left is refused (see `RateLimit`).
     if let Message::Request { id, method, .. } = &message
         && method == "tools/call"
-        && !rate_limit.take(&caller.rate_key())
+        && let Err(seconds) = rate_limit.take(&caller.rate_key())
     {
-        return Routed::AsIs(rate_limit.refusal(id.clone()));
+        return Routed::AsIs(rate_limit.refusal(id.clone(), seconds));
     }
     // A request in the 2026-07-28 envelope is served by that revision's rules.
     if let Message::Request { id, method, params } = &message
@@ -333,7 +346,8 @@ fn tools_call(
     // ANCHOR_END: task_or_call
     // Chapter 15: in 2026-07-28 a tool that asks the client answers through its own path.
     if era == Era::Modern && tool.name() == catalog.asking.name {
-        return call_asking(params, &catalog.asking, caller.identity().as_deref()).map(ToolCall::Done);
+        let (asking, store) = (&catalog.asking, &catalog.store);
+        return call_asking(params, asking, caller.identity().as_deref(), store).map(ToolCall::Done);
     }
     match tool.run {
         // Nobody hears how a quick call is going; its progress token must still be one.

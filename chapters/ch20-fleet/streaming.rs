@@ -18,6 +18,7 @@ use crate::listen::Listeners;
 use crate::mcp::{DEFAULT_LOG_LEVEL, Level, ServerInfo, ToolResult, lock, run_tool};
 use crate::modern::{LOG_LEVEL_KEY, complete, request_meta};
 use crate::sessions::{AskPermit, NEEDS_A_HANDSHAKE, NEEDS_A_SESSION, NEEDS_AN_EVENT_STREAM, Session, Sessions};
+use crate::store::Store;
 
 // ANCHOR: call
 /// The longest a long call may run. Past it, `wait` says stop, `progress` and `log`
@@ -40,6 +41,8 @@ pub struct Server {
     pub calls: &'static Calls,
     pub sessions: &'static Sessions,
     pub listeners: &'static Listeners,
+    /// Chapter 20: where the other instances hear of a change.
+    pub store: &'static Store,
 }
 
 /// A long call's line to its client while the tool works: progress and log messages,
@@ -197,10 +200,12 @@ impl Call<'_> {
     /// Tell whoever subscribed to `uri` that what it holds has changed (chapter 17). Any
     /// tool that changes a resource calls it, once the change is made. Both eras hear: a
     /// session subscribed to it (subscriptions.rs), and a `subscriptions/listen` that
-    /// named it (listen.rs).
+    /// named it (listen.rs). Chapter 20: and every other instance, through the store,
+    /// which tells its own the same (`Catalog::relay_changes`, router.rs).
     pub fn resource_updated(&mut self, uri: &str) {
         self.server.sessions.resource_updated(uri);
         self.server.listeners.resource_updated(uri);
+        self.server.store.publish(uri);
     }
 }
 // ANCHOR_END: resource_updated

@@ -1,0 +1,406 @@
+//! The store (chapter 20): the state a stateless protocol still has, where every
+//! instance of the server can reach it. 2026-07-28 lets any instance answer any request,
+//! but three things are still remembered between requests: which `requestState` has
+//! been used (input_required.rs), how many calls each caller made this minute
+//! (rate_limit.rs), and who listens for which resource (streaming.rs's
+//! `Call::resource_updated` tells them). One instance keeps them in its own memory; a
+//! fleet keeps the first two in Redis, and hears of every change through it.
+//!
+//! The store failing is an answer, not a hang: every call to Redis has a deadline, an
+//! approval that cannot be recorded does not run, the rate limit falls back to the
+//! instance's own count, and the relay of changes reconnects by itself.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use redis::{Client, Connection, RedisError};
+use serde_json::{Value, json};
+
+use crate::mcp::lock;
+
+// ANCHOR: store
+/// Where the shared state is kept: two kinds, chosen once by `--state-store`, each with
+/// the same four operations (`use_once`, `take_call`, `publish`, `relay_changes`). An
+/// enum rather than a trait: there are exactly two, both in this file, and each
+/// operation is one `match` that shows what the two do side by side; nothing above this
+/// file needs a type parameter or a `Box<dyn ...>` to hold one.
+pub enum Store {
+    /// In this process: one instance, no server to run (the default, as before).
+    InProcess(Mutex<UsedStates>),
+    /// In Redis, shared by every instance started with the same `--state-store`.
+    Redis(Redis),
+}
+
+/// Why a state cannot be used now.
+#[derive(Debug)]
+pub enum NotUsed {
+    /// It has been used, or may have been: the client's retry is refused (-32602).
+    Refused(&'static str),
+    /// The store did not answer, so nobody knows: the approval must not run.
+    StoreFailed(StoreError),
+}
+
+impl Store {
+    /// Record the state `id`, which expires at `expires` (seconds since 1970), as used,
+    /// once across every instance that shares this store: `Ok` the first time only.
+    pub fn use_once(&self, id: u64, expires: u64, now: u64) -> Result<(), NotUsed> {
+        match self {
+            Store::InProcess(used) => lock(used).use_once(id, expires, now).map_err(NotUsed::Refused),
+            Store::Redis(redis) => match redis.set_if_absent(id, expires, now) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(NotUsed::Refused("has been used already")),
+                Err(error) => Err(NotUsed::StoreFailed(error)),
+            },
+        }
+    }
+
+    /// Count one tool call of `caller` in the fleet's minute: `Ok(None)` when the store
+    /// does not count calls (in the process: rate_limit.rs counts them itself), else
+    /// whether it may go on, and how long until its minute ends.
+    pub fn take_call(&self, caller: &str, per_minute: u32) -> Result<Option<(bool, Duration)>, StoreError> {
+        match self {
+            Store::InProcess(_) => Ok(None),
+            Store::Redis(redis) => redis.count_call(caller, per_minute).map(Some),
+        }
+    }
+
+    /// Tell the other instances that `uri` has changed (this instance has told its own
+    /// listeners already). A store that does not answer loses the notice, which is
+    /// logged: a notice is a hint to read again, never the data itself.
+    pub fn publish(&self, uri: &str) {
+        if let Store::Redis(redis) = self
+            && let Err(error) = redis.publish(uri)
+        {
+            eprintln!("store: a change of {uri} was not told to the other instances: {error}");
+        }
+    }
+
+    /// Hand every change another instance publishes to `relay`, for as long as the
+    /// process runs, on a thread of its own (in the process, there are no others).
+    pub fn relay_changes(&'static self, relay: impl Fn(&str) + Send + 'static) {
+        if let Store::Redis(redis) = self {
+            std::thread::spawn(move || redis.relay_changes(relay));
+        }
+    }
+
+    /// The process starts with an empty record in the process: every state that expires
+    /// at or before `horizon` was issued before, may have been used, and is refused
+    /// (`UsedStates::start`). Redis's record outlives any one instance: nothing to refuse.
+    pub fn start(&self, horizon: u64) {
+        if let Store::InProcess(used) = self {
+            lock(used).horizon = horizon;
+        }
+    }
+
+    /// The first `requestState` id this instance issues. In the process, 1, 2, 3...;
+    /// in a fleet every instance draws its own random start, so that two instances do
+    /// not issue the same id and find it used by the other.
+    pub fn first_state_id(&self) -> u64 {
+        match self {
+            Store::InProcess(_) => 0,
+            Store::Redis(_) => random_u64(),
+        }
+    }
+}
+// ANCHOR_END: store
+
+/// The store did not answer, or answered what this server never writes.
+#[derive(Debug)]
+pub struct StoreError(String);
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<RedisError> for StoreError {
+    fn from(error: RedisError) -> StoreError {
+        StoreError(format!("Redis: {error}"))
+    }
+}
+
+// ANCHOR: flags
+/// The most used states remembered at once in the process (`UsedStates`): some 10,000
+/// approvals in ten minutes, a few hundred kilobytes.
+const MAX_USED_STATES: usize = 10_000;
+
+/// This piece's flags, which `main.rs` takes in with its own (`#[command(flatten)]`).
+#[derive(clap::Args)]
+pub struct StoreFlags {
+    /// Keep the state instances share (used `requestState`s, the rate limit, resource
+    /// changes) in Redis, `redis://HOST:PORT` (chapter 20): every instance behind one load
+    /// balancer names the same one. Without it, in this process: one instance only.
+    #[arg(long, value_name = "URL")]
+    pub state_store: Option<String>,
+    /// The start of every key and channel this server uses in the store, so that
+    /// several servers can share one Redis without reading each other's state.
+    #[arg(long, value_name = "PREFIX", default_value = "mcp-workbook", value_parser = parse_prefix)]
+    pub state_store_prefix: String,
+}
+
+impl StoreFlags {
+    /// The store the flags name; `max_used_states` bounds the record in the process.
+    pub fn store(&self, max_used_states: Option<usize>) -> Result<Store, String> {
+        let Some(url) = &self.state_store else {
+            return Ok(Store::InProcess(Mutex::new(UsedStates::new(max_used_states.unwrap_or(MAX_USED_STATES)))));
+        };
+        let client = Client::open(url.as_str()).map_err(|error| format!("--state-store {url}: {error}"))?;
+        let (prefix, instance) = (self.state_store_prefix.clone(), format!("{:016x}", random_u64()));
+        Ok(Store::Redis(Redis { client, idle: Mutex::new(Vec::new()), prefix, instance }))
+    }
+}
+
+/// `--state-store-prefix`: letters, digits and `-_.:`, at most 64, so that a key is
+/// readable in `redis-cli` and cannot run into another server's.
+fn parse_prefix(prefix: &str) -> Result<String, String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-_.:".contains(c);
+    if prefix.is_empty() || prefix.len() > 64 || !prefix.chars().all(allowed) {
+        return Err("want 1 to 64 letters, digits, '-', '_', '.' or ':'".into());
+    }
+    Ok(prefix.to_string())
+}
+// ANCHOR_END: flags
+
+// ANCHOR: used_states
+/// The states already used, in the process. A good tag proves this server issued a
+/// state, not that it is new: an approved retry sent again, word for word, would run the
+/// payroll again until the state expired. mrtr.mdx: "Servers for which a given
+/// `requestState` must be consumed at most once (e.g., one-time redemptions) MUST
+/// enforce that invariant server-side" (Server Requirements 5).
+///
+/// Each used state's id, kept until the state expires (from then on it is refused as
+/// expired anyway): at most the states used in a state's lifetime, and never more than
+/// `max`. A fleet of instances keeps this record in Redis instead (`Redis::set_if_absent`),
+/// or a state used on one instance can be used again on another.
+pub struct UsedStates {
+    /// `(expires, id)` of every used state not yet expired, the soonest to expire first.
+    used: BTreeSet<(u64, u64)>,
+    /// Every state that expires at or before this is refused: it may have been used where
+    /// this record cannot see, before this process started, or before the cap dropped it.
+    horizon: u64,
+    max: usize,
+}
+
+impl UsedStates {
+    const fn new(max: usize) -> UsedStates {
+        UsedStates { used: BTreeSet::new(), horizon: 0, max }
+    }
+
+    /// Use the state `id`, which expires at `expires`, once. `Err`: why not, for the client.
+    fn use_once(&mut self, id: u64, expires: u64, now: u64) -> Result<(), &'static str> {
+        self.used = self.used.split_off(&(now, 0)); // the expired are refused anyway
+        if expires <= self.horizon {
+            return Err("is older than this server's record of used states");
+        }
+        if !self.used.insert((expires, id)) {
+            return Err("has been used already");
+        }
+        // Full: forget the state that expires first, and refuse from now on every state
+        // that expires no later. Some states die early; none is used twice.
+        if self.used.len() > self.max
+            && let Some((expires, _)) = self.used.pop_first()
+        {
+            self.horizon = expires;
+        }
+        Ok(())
+    }
+}
+// ANCHOR_END: used_states
+
+// ANCHOR: redis
+/// How long connecting to Redis may take. Redis next to the server answers in well under
+/// a millisecond; one that has not answered in half a second is down or unreachable, and
+/// the request that waits for it should get its answer (a refusal) now.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long one command may wait to be sent, and for its reply. Every command here is a
+/// constant-time one on one key, so the same half second: a Redis that accepts and never
+/// answers (stopped with SIGSTOP, a full disk, a broken network) costs a request this
+/// much, and no more.
+const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
+/// Connections kept open between requests, for the next ones (a connection a request
+/// has to open costs a round trip more). More at once are opened, then closed.
+const MAX_IDLE_CONNECTIONS: usize = 16;
+/// How much a state's record outlives the state, for clocks that differ between the
+/// instances: one that runs a minute late still finds the record.
+const CLOCK_SKEW_SECS: u64 = 60;
+/// The relay of changes: how long it waits before reconnecting, doubled after each
+/// failure up to the most, so that a Redis that is down is not hammered.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MOST_BACKOFF: Duration = Duration::from_secs(2);
+/// How long the relay waits for a message before it checks (`PING`) that the
+/// connection is still there: a Redis that vanished without closing it is found this soon.
+const RELAY_QUIET_CHECK: Duration = Duration::from_secs(15);
+/// The longest resource URI relayed; a longer message is not ours.
+const MAX_RELAYED_URI_BYTES: usize = 2048;
+
+/// Redis, and what this instance keeps to talk to it.
+pub struct Redis {
+    client: Client,
+    /// Connections open and free, for the next command.
+    idle: Mutex<Vec<Connection>>,
+    /// `--state-store-prefix`, before every key and the channel.
+    prefix: String,
+    /// This instance's name on the channel, random: it does not relay its own notices,
+    /// which it told its listeners itself.
+    instance: String,
+}
+
+impl Redis {
+    /// `SET PREFIX:used-state:ID 1 NX PX MS`: record the state as used unless it is
+    /// already, in one atomic command, whichever instance asks first; kept until the
+    /// state expires, and a little longer (`CLOCK_SKEW_SECS`). `true`: this was the first.
+    fn set_if_absent(&self, id: u64, expires: u64, now: u64) -> Result<bool, StoreError> {
+        let key = format!("{}:used-state:{id}", self.prefix);
+        let keep_ms = (expires.saturating_sub(now) + 1 + CLOCK_SKEW_SECS) * 1000;
+        let reply: Option<String> =
+            self.command(|c| redis::cmd("SET").arg(&key).arg(1).arg("NX").arg("PX").arg(keep_ms).query(c))?;
+        match reply.as_deref() {
+            Some("OK") => Ok(true),
+            None => Ok(false),
+            Some(other) => Err(StoreError(format!("Redis answered SET with {other:?}"))),
+        }
+    }
+
+    /// One call in `caller`'s fixed window of a minute, which its first call opens:
+    /// `INCR` and `PEXPIRE ... NX` (the window's end, set once) in one `MULTI`, so that
+    /// no call is counted in a window that never ends, and `PTTL`, for `Retry-After`.
+    /// A transaction rather than a Lua script: three commands a reader knows, sent in one
+    /// round trip, and nothing to load into Redis. A fixed window lets a caller make up
+    /// to twice its share across the turn of a minute; the share itself is never exceeded
+    /// within one window, fleet-wide.
+    fn count_call(&self, caller: &str, per_minute: u32) -> Result<(bool, Duration), StoreError> {
+        let key = format!("{}:calls:{caller}", self.prefix);
+        let (calls, _, left_ms): (i64, i64, i64) = self.command(|c| {
+            redis::pipe()
+                .atomic()
+                .incr(&key, 1)
+                .cmd("PEXPIRE")
+                .arg(&key)
+                .arg(60_000)
+                .arg("NX")
+                .cmd("PTTL")
+                .arg(&key)
+                .query(c)
+        })?;
+        if calls < 1 || !(0..=60_000).contains(&left_ms) {
+            return Err(StoreError(format!("Redis's count of calls is not ours ({calls}, {left_ms} ms)")));
+        }
+        let allowed = calls <= i64::from(per_minute);
+        Ok((allowed, Duration::from_millis(left_ms as u64)))
+    }
+
+    /// `PUBLISH PREFIX:resources-updated {"instance": .., "uri": ..}`.
+    fn publish(&self, uri: &str) -> Result<(), StoreError> {
+        let message = json!({ "instance": self.instance, "uri": uri }).to_string();
+        let channel = self.channel();
+        self.command(|c| redis::cmd("PUBLISH").arg(&channel).arg(&message).query::<i64>(c)).map(|_| ())
+    }
+
+    fn channel(&self) -> String {
+        format!("{}:resources-updated", self.prefix)
+    }
+
+    /// Run `command` on a free connection, or a new one. A connection that fails is
+    /// closed; one taken from the free ones may have been closed by Redis meanwhile (a
+    /// restart), so that failure is tried once more, on a new connection.
+    fn command<T>(&self, command: impl Fn(&mut Connection) -> redis::RedisResult<T>) -> Result<T, StoreError> {
+        let reused = lock(&self.idle).pop();
+        let was_reused = reused.is_some();
+        let mut connection = match reused {
+            Some(connection) => connection,
+            None => self.connect()?,
+        };
+        let outcome = match command(&mut connection) {
+            Err(error) if was_reused && (error.is_connection_dropped() || error.is_io_error()) => {
+                connection = self.connect()?;
+                command(&mut connection)
+            }
+            outcome => outcome,
+        };
+        let value = outcome?;
+        let mut idle = lock(&self.idle);
+        if idle.len() < MAX_IDLE_CONNECTIONS {
+            idle.push(connection);
+        }
+        Ok(value)
+    }
+
+    /// A new connection, with the deadlines above on connecting and on every command.
+    fn connect(&self) -> Result<Connection, StoreError> {
+        let connection = self.client.get_connection_with_timeout(CONNECT_TIMEOUT)?;
+        connection.set_read_timeout(Some(COMMAND_TIMEOUT))?;
+        connection.set_write_timeout(Some(COMMAND_TIMEOUT))?;
+        Ok(connection)
+    }
+
+    /// Subscribe to the channel and hand each other instance's change to `relay`; when
+    /// Redis goes away, wait (`FIRST_BACKOFF`, doubling to `MOST_BACKOFF`) and subscribe
+    /// again. Changes published while this instance was not subscribed are not heard:
+    /// Redis keeps no message for a subscriber that is not there.
+    fn relay_changes(&self, relay: impl Fn(&str)) {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            match self.listen(&relay, &mut backoff) {
+                Ok(()) => {}
+                Err(error) => {
+                    eprintln!("store: not hearing the other instances' changes: {error}; again in {backoff:?}")
+                }
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(MOST_BACKOFF);
+        }
+    }
+
+    /// One subscription, until it fails. Once it is made, the backoff starts over.
+    fn listen(&self, relay: &impl Fn(&str), backoff: &mut Duration) -> Result<(), StoreError> {
+        let mut connection = self.connect()?;
+        let mut subscription = connection.as_pubsub();
+        subscription.subscribe(self.channel())?;
+        subscription.set_read_timeout(Some(RELAY_QUIET_CHECK))?;
+        eprintln!("store: hearing the other instances' changes");
+        *backoff = FIRST_BACKOFF;
+        loop {
+            let message = match subscription.get_message() {
+                Ok(message) => message,
+                Err(error) if error.is_timeout() => {
+                    subscription.ping::<String>()?;
+                    continue;
+                }
+                Err(error) => return Err(error.into()),
+            };
+            match self.change_of(message.get_payload_bytes()) {
+                Ok(Some(uri)) => relay(&uri),
+                Ok(None) => {} // this instance's own
+                Err(why) => eprintln!("store: a message on the channel that is not ours, ignored: {why}"),
+            }
+        }
+    }
+
+    /// The URI a message on the channel says has changed: `None` when this instance sent
+    /// it. Anything else on the channel (another program's message, a bad URI) is an
+    /// error, never a panic: the channel is open to anyone who can reach Redis.
+    fn change_of(&self, payload: &[u8]) -> Result<Option<String>, String> {
+        if payload.len() > MAX_RELAYED_URI_BYTES + 100 {
+            return Err(format!("{} bytes", payload.len()));
+        }
+        let message: Value = serde_json::from_slice(payload).map_err(|error| error.to_string())?;
+        let (Some(instance), Some(uri)) =
+            (message.get("instance").and_then(Value::as_str), message.get("uri").and_then(Value::as_str))
+        else {
+            return Err("no instance and uri".into());
+        };
+        if uri.is_empty() || uri.len() > MAX_RELAYED_URI_BYTES || uri.chars().any(char::is_control) {
+            return Err("not a resource URI".into());
+        }
+        Ok((instance != self.instance).then(|| uri.to_string()))
+    }
+}
+// ANCHOR_END: redis
+
+/// A number nobody can guess: std seeds every `RandomState` from the operating system.
+fn random_u64() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(0u8)
+}
