@@ -1,0 +1,351 @@
+//! Chapter 20's store, with a real Redis, where a transcript cannot go: a transcript runs
+//! one server, and these need two instances, a Redis that stops and comes back, and
+//! peers that misbehave. Each test starts its own `redis-server` (Debian's, 7.0) on a
+//! free loopback port, without persistence, as a process of its own that `RedisServer`
+//! kills by its pid when the test ends, passed or failed; and two instances of chapter
+//! 20 on port 0, with the same `--state-key` and `--state-store`.
+//!
+//! - an approval retry replayed on the other instance is refused (mrtr.mdx, Server
+//!   Requirements 5: "MUST enforce that invariant server-side");
+//! - the rate limit counts the calls of the fleet, not of each instance;
+//! - a `subscriptions/listen` on one instance hears `run_payroll` run on the other;
+//! - Redis stopped: an approval is refused with -32603 (and its state is not spent),
+//!   `PingME` still answers; Redis back: the same retry runs, and notices flow again;
+//! - no Redis at all, at a port where nothing listens, or a listener that accepts and
+//!   never answers: both answered within the store's deadlines, never hung;
+//! - what is in the store and is not ours (a count that is not a number, a message on
+//!   the channel that is not JSON) is an error the server logs, never a panic.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp_workbook::replay::{self, RunningServer};
+use serde_json::{Value, json};
+
+mod common;
+use common::session_client::{post, read_until, request};
+use common::start;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_ch20-fleet");
+const STATE_KEY: &str = "f0e1d2c3b4a5968778695a4b3c2d1e0f";
+const LAST_RUN: &str = "payroll://last-run";
+const UPDATED: &str = "notifications/resources/updated";
+const RAN: &str = "Payroll approved by the user and run for this week.";
+const USED: &str = "Invalid params: `requestState` has been used already; call the tool again without it";
+/// What the store's failure makes of an approval: -32603, and it did not run.
+const NOT_RECORDED: &str = "Internal error: the approval could not be recorded as used";
+/// The line an instance writes each time its relay of changes has subscribed.
+const HEARING: &str = "store: hearing the other instances' changes";
+/// The store's deadlines (store.rs: 500 ms to connect, 500 ms a command) and a margin
+/// for a slow, shared machine: an answer later than this is a hang.
+const ANSWERED_WITHIN: Duration = Duration::from_secs(4);
+
+// ---------------------------------------------------------------------------
+// Redis, as a process of the test's own.
+
+/// `redis-server` on a loopback port, no persistence; killed (by its pid) when dropped.
+struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+}
+
+impl RedisServer {
+    fn start() -> RedisServer {
+        RedisServer::start_on(free_port())
+    }
+
+    fn start_on(port: u16) -> RedisServer {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server runs (tests/interop/setup installs it: apt-get install redis-server)");
+        let redis = RedisServer { child: Some(child), port };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while redis.cli(&["PING"]) != "PONG" {
+            assert!(Instant::now() < deadline, "redis-server did not answer on port {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        redis
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// `redis-cli` on this server: what it printed, trimmed.
+    fn cli(&self, args: &[&str]) -> String {
+        let output = Command::new("redis-cli").args(["-h", "127.0.0.1", "-p", &self.port.to_string()]).args(args).output();
+        output.map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string()).unwrap_or_default()
+    }
+
+    /// Kill it, by its pid, and wait until it is gone.
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A loopback port nothing listens on (the test's own listener, just closed).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+// ---------------------------------------------------------------------------
+// The instances, and what a client sends them.
+
+/// An instance of chapter 20 with the store at `url`, and `more` flags.
+fn instance(url: &str, more: &[&str]) -> RunningServer {
+    let mut args = vec!["--state-store", url, "--state-key", STATE_KEY];
+    args.extend_from_slice(more);
+    start(BINARY, &args)
+}
+
+/// Wait until `server` has subscribed to the channel `times` times in all (its relay
+/// hears the other instances from then on).
+fn wait_hearing(server: &RunningServer, times: usize) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while server.stderr().matches(HEARING).count() < times {
+        assert!(Instant::now() < deadline, "the relay did not subscribe; stderr:\n{}", server.stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A 2026-07-28 `tools/call` of `tool` with `extra` params: the HTTP status, the
+/// message, and how long the answer took.
+fn call(address: SocketAddr, tool: &str, extra: Value) -> (u16, Value, Duration) {
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} } });
+    let mut params = json!({ "name": tool, "_meta": meta });
+    params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", tool),
+    ];
+    let started = Instant::now();
+    let answer = replay::send(address, &request("POST", &headers, &body.to_string())).expect("the call is answered");
+    let message = serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("{e}: {}", answer.body));
+    (answer.status, message, started.elapsed())
+}
+
+/// The first call of `approve_payroll`: the server asks, and issues a state.
+fn new_state(address: SocketAddr) -> String {
+    let (_, asked, _) = call(address, "approve_payroll", json!({}));
+    asked["result"]["requestState"].as_str().unwrap_or_else(|| panic!("no state in {asked}")).to_string()
+}
+
+/// The retry with `state` and the user's yes: the tool's text, or the error's message,
+/// and how long the answer took.
+fn approve(address: SocketAddr, state: &str) -> (String, Duration) {
+    let yes = json!({ "requestState": state, "inputResponses": { "approval": { "action": "accept", "content": { "approve": true } } } });
+    let (_, answer, took) = call(address, "approve_payroll", yes);
+    let said = answer.pointer("/result/content/0/text").or_else(|| answer.pointer("/error/message"));
+    (said.and_then(Value::as_str).unwrap_or_else(|| panic!("neither a result nor an error: {answer}")).to_string(), took)
+}
+
+/// `PingME`'s text, or the error's message.
+fn ping_me(address: SocketAddr) -> String {
+    let (_, answer, took) = call(address, "PingME", json!({}));
+    assert!(took < ANSWERED_WITHIN, "PingME took {took:?}");
+    let said = answer.pointer("/result/content/0/text").or_else(|| answer.pointer("/error/message"));
+    said.and_then(Value::as_str).unwrap_or_else(|| panic!("neither a result nor an error: {answer}")).to_string()
+}
+
+/// `run_payroll`, which changes `payroll://last-run`, in the handshake era (no session).
+fn run_payroll(address: SocketAddr) {
+    let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "run_payroll" } });
+    let answer = replay::send(address, &post(None, &call)).unwrap();
+    assert!(answer.body.contains("Payroll for 3 employees"), "{}", answer.body);
+}
+
+/// A 2026-07-28 `subscriptions/listen` for `payroll://last-run`, read up to its
+/// acknowledgment: the connection, and what came.
+fn listen(address: SocketAddr) -> (TcpStream, Vec<u8>) {
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    let params = json!({ "_meta": meta, "notifications": { "resourceSubscriptions": [LAST_RUN] } });
+    let body = json!({ "jsonrpc": "2.0", "id": "fleet", "method": "subscriptions/listen", "params": params });
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "subscriptions/listen"),
+    ];
+    let mut stream = replay::open(address, &request("POST", &headers, &body.to_string())).expect("the listen is sent");
+    let mut raw = Vec::new();
+    read_until(&mut stream, &mut raw, "}}\n\n");
+    assert!(String::from_utf8_lossy(&raw).contains("acknowledged"), "{}", String::from_utf8_lossy(&raw));
+    (stream, raw)
+}
+
+/// How many notices of a change `raw` holds.
+fn notices(raw: &[u8]) -> usize {
+    String::from_utf8_lossy(raw).matches(UPDATED).count()
+}
+
+/// Read `stream` for `time`, whatever comes.
+fn read_for(stream: &mut TcpStream, raw: &mut Vec<u8>, time: Duration) {
+    use std::io::Read;
+    stream.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let deadline = Instant::now() + time;
+    let mut buffer = [0u8; 4096];
+    while Instant::now() < deadline {
+        if let Ok(read) = stream.read(&mut buffer) {
+            raw.extend_from_slice(&buffer[..read]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The tests.
+
+#[test]
+fn an_approval_replayed_on_the_other_instance_is_refused() {
+    let redis = RedisServer::start();
+    let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
+    let state = new_state(a.address);
+    assert_eq!(approve(a.address, &state).0, RAN);
+    assert_eq!(approve(b.address, &state).0, USED, "the payroll ran twice: once on each instance");
+    // And the other way round: a state issued by b, used on b, replayed on a.
+    let state = new_state(b.address);
+    assert_eq!(approve(b.address, &state).0, RAN);
+    assert_eq!(approve(a.address, &state).0, USED);
+    // States issued by two instances are never the same, so one's use spends no other's.
+    let (from_a, from_b) = (new_state(a.address), new_state(b.address));
+    assert_ne!(from_a, from_b);
+    assert_eq!(approve(b.address, &from_a).0, RAN);
+    assert_eq!(approve(a.address, &from_b).0, RAN);
+}
+
+#[test]
+fn the_rate_limit_is_the_fleets_total() {
+    let redis = RedisServer::start();
+    let flags = ["--max-calls-per-minute", "4"];
+    let (a, b) = (instance(&redis.url(), &flags), instance(&redis.url(), &flags));
+    // Four calls, two on each instance, are the caller's whole share.
+    for address in [a.address, b.address, a.address, b.address] {
+        assert_eq!(ping_me(address), "BISMILLAH");
+    }
+    // The fifth is refused on either instance, though each has seen only two.
+    for address in [a.address, b.address] {
+        let (status, answer, _) = call(address, "PingME", json!({}));
+        assert_eq!(status, 429, "{answer}");
+        assert_eq!(answer["error"]["code"], -31429, "{answer}");
+        // Retry-After is when the fleet's minute ends, not when one call comes back.
+        let wait = answer["error"]["data"]["retryAfterSeconds"].as_u64().unwrap();
+        assert!((50..=60).contains(&wait), "{answer}");
+    }
+}
+
+#[test]
+fn a_listen_on_one_instance_hears_a_change_made_on_the_other() {
+    let redis = RedisServer::start();
+    let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
+    wait_hearing(&a, 1);
+    wait_hearing(&b, 1);
+    let (mut on_a, mut raw_a) = listen(a.address);
+    let (mut on_b, mut raw_b) = listen(b.address);
+    run_payroll(a.address);
+    read_until(&mut on_b, &mut raw_b, UPDATED);
+    assert_eq!(notices(&raw_b), 1, "b did not hear a's change: {}", String::from_utf8_lossy(&raw_b));
+    // a heard its own change once: from itself, not again from the store.
+    read_for(&mut on_a, &mut raw_a, Duration::from_millis(500));
+    assert_eq!(notices(&raw_a), 1, "{}", String::from_utf8_lossy(&raw_a));
+}
+
+#[test]
+fn with_redis_stopped_an_approval_is_refused_other_tools_answer_and_both_come_back_with_it() {
+    let mut redis = RedisServer::start();
+    let port = redis.port;
+    let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
+    wait_hearing(&b, 1);
+    let state = new_state(a.address);
+
+    redis.stop();
+    let (said, took) = approve(b.address, &state);
+    assert!(said.starts_with(NOT_RECORDED), "the approval ran without the store: {said}");
+    assert!(took < ANSWERED_WITHIN, "the refusal took {took:?}");
+    assert_eq!(ping_me(a.address), "BISMILLAH");
+    assert_eq!(ping_me(b.address), "BISMILLAH");
+    assert!(b.stderr().contains("input_required: an approval not run"), "{}", b.stderr());
+
+    // Redis back (empty: it kept nothing): the state was not spent, and runs once.
+    let _redis = RedisServer::start_on(port);
+    assert_eq!(approve(b.address, &state).0, RAN);
+    assert_eq!(approve(a.address, &state).0, USED);
+    // b's relay has subscribed again: it hears a's changes again.
+    wait_hearing(&b, 2);
+    let (mut on_b, mut raw_b) = listen(b.address);
+    run_payroll(a.address);
+    read_until(&mut on_b, &mut raw_b, UPDATED);
+    assert_eq!(notices(&raw_b), 1, "no notice after Redis came back: {}", String::from_utf8_lossy(&raw_b));
+}
+
+#[test]
+fn a_store_where_nothing_listens_is_answered_not_hung() {
+    let nothing = format!("redis://127.0.0.1:{}", free_port());
+    let server = instance(&nothing, &[]);
+    let state = new_state(server.address);
+    let (said, took) = approve(server.address, &state);
+    assert!(said.starts_with(NOT_RECORDED), "{said}");
+    assert!(took < ANSWERED_WITHIN, "the refusal took {took:?}");
+    assert_eq!(ping_me(server.address), "BISMILLAH");
+}
+
+#[test]
+fn a_store_that_accepts_and_never_answers_is_answered_not_hung() {
+    // A listener that takes every connection and never says a word.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}", silent.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for connection in silent.incoming() {
+            held.push(connection);
+        }
+    });
+    let server = instance(&url, &[]);
+    let state = new_state(server.address);
+    let (said, took) = approve(server.address, &state);
+    assert!(said.starts_with(NOT_RECORDED), "{said}");
+    assert!(took < ANSWERED_WITHIN, "the refusal took {took:?}");
+    assert_eq!(ping_me(server.address), "BISMILLAH");
+}
+
+#[test]
+fn what_is_in_the_store_and_not_ours_is_an_error_never_a_panic() {
+    let redis = RedisServer::start();
+    let (mut a, mut b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
+    wait_hearing(&b, 1);
+    // The caller's count of calls, overwritten with what is not a number: the call is
+    // counted by the instance alone, and answered.
+    assert_eq!(ping_me(a.address), "BISMILLAH");
+    let keys = redis.cli(&["KEYS", "mcp-workbook:calls:*"]);
+    assert!(!keys.is_empty(), "no count of calls in Redis");
+    for key in keys.lines() {
+        redis.cli(&["SET", key.trim(), "not a number"]);
+    }
+    assert_eq!(ping_me(a.address), "BISMILLAH");
+    assert!(a.stderr().contains("rate limit: counted by this instance alone"), "{}", a.stderr());
+    // Messages on the channel that are not ours: ignored, and the next real one relayed.
+    let (mut on_b, mut raw_b) = listen(b.address);
+    for message in ["not json", "{\"uri\": 7}", "{\"instance\": \"x\", \"uri\": \"\\u0000\"}", "[]"] {
+        redis.cli(&["PUBLISH", "mcp-workbook:resources-updated", message]);
+    }
+    run_payroll(a.address);
+    read_until(&mut on_b, &mut raw_b, UPDATED);
+    assert_eq!(notices(&raw_b), 1, "{}", String::from_utf8_lossy(&raw_b));
+    assert!(b.stderr().contains("a message on the channel that is not ours"), "{}", b.stderr());
+    assert!(a.is_running() && b.is_running(), "an instance fell over");
+}
