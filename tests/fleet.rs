@@ -10,9 +10,11 @@
 //! - the rate limit counts the calls of the fleet, not of each instance;
 //! - a `subscriptions/listen` on one instance hears `run_payroll` run on the other;
 //! - Redis stopped: an approval is refused with -32603 (and its state is not spent),
-//!   `PingME` still answers; Redis back: the same retry runs, and notices flow again;
-//! - no Redis at all, at a port where nothing listens, or a listener that accepts and
-//!   never answers: both answered within the store's deadlines, never hung;
+//!   `PingME` still answers; Redis back: the same retry runs (once the second's pause
+//!   after a failure is over), and notices flow again;
+//! - a Redis that stops answering (SIGSTOP), no Redis at all at a port where nothing
+//!   listens, or a listener that accepts and never answers: each answered within the
+//!   store's deadlines, never hung;
 //! - what is in the store and is not ours (a count that is not a number, a message on
 //!   the channel that is not JSON) is an error the server logs, never a panic.
 
@@ -77,8 +79,15 @@ impl RedisServer {
 
     /// `redis-cli` on this server: what it printed, trimmed.
     fn cli(&self, args: &[&str]) -> String {
-        let output = Command::new("redis-cli").args(["-h", "127.0.0.1", "-p", &self.port.to_string()]).args(args).output();
+        let output =
+            Command::new("redis-cli").args(["-h", "127.0.0.1", "-p", &self.port.to_string()]).args(args).output();
         output.map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string()).unwrap_or_default()
+    }
+
+    /// Send it `signal` (`STOP`, `CONT`), by its pid.
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        assert!(Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success());
     }
 
     /// Kill it, by its pid, and wait until it is gone.
@@ -153,7 +162,23 @@ fn approve(address: SocketAddr, state: &str) -> (String, Duration) {
     let yes = json!({ "requestState": state, "inputResponses": { "approval": { "action": "accept", "content": { "approve": true } } } });
     let (_, answer, took) = call(address, "approve_payroll", yes);
     let said = answer.pointer("/result/content/0/text").or_else(|| answer.pointer("/error/message"));
-    (said.and_then(Value::as_str).unwrap_or_else(|| panic!("neither a result nor an error: {answer}")).to_string(), took)
+    (
+        said.and_then(Value::as_str).unwrap_or_else(|| panic!("neither a result nor an error: {answer}")).to_string(),
+        took,
+    )
+}
+
+/// The retry with `state`, sent again while the store is not asked (for a second after
+/// it failed, store.rs's `PAUSE_AFTER_FAILURE`): what it said once it was asked.
+fn approve_once_back(address: SocketAddr, state: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (said, _) = approve(address, state);
+        if !said.starts_with(NOT_RECORDED) || Instant::now() > deadline {
+            return said;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// `PingME`'s text, or the error's message.
@@ -283,7 +308,7 @@ fn with_redis_stopped_an_approval_is_refused_other_tools_answer_and_both_come_ba
 
     // Redis back (empty: it kept nothing): the state was not spent, and runs once.
     let _redis = RedisServer::start_on(port);
-    assert_eq!(approve(b.address, &state).0, RAN);
+    assert_eq!(approve_once_back(b.address, &state), RAN);
     assert_eq!(approve(a.address, &state).0, USED);
     // b's relay has subscribed again: it hears a's changes again.
     wait_hearing(&b, 2);
@@ -291,6 +316,22 @@ fn with_redis_stopped_an_approval_is_refused_other_tools_answer_and_both_come_ba
     run_payroll(a.address);
     read_until(&mut on_b, &mut raw_b, UPDATED);
     assert_eq!(notices(&raw_b), 1, "no notice after Redis came back: {}", String::from_utf8_lossy(&raw_b));
+}
+
+#[test]
+fn a_redis_that_stops_answering_is_answered_not_hung() {
+    let redis = RedisServer::start();
+    let server = instance(&redis.url(), &[]);
+    let state = new_state(server.address);
+    assert_eq!(ping_me(server.address), "BISMILLAH"); // a connection to Redis is open now
+    // Stopped, not gone: its connections stay open, and nothing answers on them.
+    redis.signal("STOP");
+    let (said, took) = approve(server.address, &state);
+    assert!(said.starts_with(NOT_RECORDED), "{said}");
+    assert!(took < ANSWERED_WITHIN, "the refusal took {took:?}");
+    assert_eq!(ping_me(server.address), "BISMILLAH");
+    redis.signal("CONT");
+    assert_eq!(approve_once_back(server.address, &state), RAN);
 }
 
 #[test]

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, RedisError};
 use serde_json::{Value, json};
@@ -28,8 +28,9 @@ use crate::mcp::lock;
 pub enum Store {
     /// In this process: one instance, no server to run (the default, as before).
     InProcess(Mutex<UsedStates>),
-    /// In Redis, shared by every instance started with the same `--state-store`.
-    Redis(Redis),
+    /// In Redis, shared by every instance started with the same `--state-store`. Boxed:
+    /// it is the larger, and there is one store in a process.
+    Redis(Box<Redis>),
 }
 
 /// Why a state cannot be used now.
@@ -105,19 +106,30 @@ impl Store {
 }
 // ANCHOR_END: store
 
-/// The store did not answer, or answered what this server never writes.
+/// The store did not answer (`unreachable`), or answered what this server never writes.
 #[derive(Debug)]
-pub struct StoreError(String);
+pub struct StoreError {
+    why: String,
+    unreachable: bool,
+}
+
+impl StoreError {
+    /// Redis answered, with what is not ours (an error, a value this server never wrote).
+    fn not_ours(why: String) -> StoreError {
+        StoreError { why, unreachable: false }
+    }
+}
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.why)
     }
 }
 
 impl From<RedisError> for StoreError {
     fn from(error: RedisError) -> StoreError {
-        StoreError(format!("Redis: {error}"))
+        let unreachable = error.is_io_error() || error.is_timeout() || error.is_connection_dropped();
+        StoreError { why: format!("Redis: {error}"), unreachable }
     }
 }
 
@@ -148,7 +160,8 @@ impl StoreFlags {
         };
         let client = Client::open(url.as_str()).map_err(|error| format!("--state-store {url}: {error}"))?;
         let (prefix, instance) = (self.state_store_prefix.clone(), format!("{:016x}", random_u64()));
-        Ok(Store::Redis(Redis { client, idle: Mutex::new(Vec::new()), prefix, instance }))
+        let (idle, paused_until) = (Mutex::new(Vec::new()), Mutex::new(None));
+        Ok(Store::Redis(Box::new(Redis { client, idle, paused_until, prefix, instance })))
     }
 }
 
@@ -219,6 +232,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// answers (stopped with SIGSTOP, a full disk, a broken network) costs a request this
 /// much, and no more.
 const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
+/// After Redis has failed a command, how long it is not asked again: each request in
+/// the meantime gets its answer (a refusal, the instance's own count) at once, instead
+/// of waiting out the deadlines above, one request after another, while Redis is down.
+const PAUSE_AFTER_FAILURE: Duration = Duration::from_secs(1);
 /// Connections kept open between requests, for the next ones (a connection a request
 /// has to open costs a round trip more). More at once are opened, then closed.
 const MAX_IDLE_CONNECTIONS: usize = 16;
@@ -240,6 +257,8 @@ pub struct Redis {
     client: Client,
     /// Connections open and free, for the next command.
     idle: Mutex<Vec<Connection>>,
+    /// Until when Redis is not asked (`PAUSE_AFTER_FAILURE`).
+    paused_until: Mutex<Option<Instant>>,
     /// `--state-store-prefix`, before every key and the channel.
     prefix: String,
     /// This instance's name on the channel, random: it does not relay its own notices,
@@ -259,7 +278,7 @@ impl Redis {
         match reply.as_deref() {
             Some("OK") => Ok(true),
             None => Ok(false),
-            Some(other) => Err(StoreError(format!("Redis answered SET with {other:?}"))),
+            Some(other) => Err(StoreError::not_ours(format!("Redis answered SET with {other:?}"))),
         }
     }
 
@@ -285,7 +304,7 @@ impl Redis {
                 .query(c)
         })?;
         if calls < 1 || !(0..=60_000).contains(&left_ms) {
-            return Err(StoreError(format!("Redis's count of calls is not ours ({calls}, {left_ms} ms)")));
+            return Err(StoreError::not_ours(format!("Redis's count of calls is not ours ({calls}, {left_ms} ms)")));
         }
         let allowed = calls <= i64::from(per_minute);
         Ok((allowed, Duration::from_millis(left_ms as u64)))
@@ -303,9 +322,22 @@ impl Redis {
     }
 
     /// Run `command` on a free connection, or a new one. A connection that fails is
-    /// closed; one taken from the free ones may have been closed by Redis meanwhile (a
-    /// restart), so that failure is tried once more, on a new connection.
+    /// closed. One taken from the free ones may have been closed by Redis meanwhile (a
+    /// restart): that failure, and no other (a timeout is Redis not answering), is tried
+    /// once more, on a new connection. Redis not answering pauses it (`PAUSE_AFTER_FAILURE`).
     fn command<T>(&self, command: impl Fn(&mut Connection) -> redis::RedisResult<T>) -> Result<T, StoreError> {
+        if lock(&self.paused_until).is_some_and(|until| Instant::now() < until) {
+            let why = "Redis did not answer less than a second ago, and is not asked again yet".into();
+            return Err(StoreError { why, unreachable: true });
+        }
+        let outcome = self.try_command(command);
+        if outcome.as_ref().is_err_and(|error| error.unreachable) {
+            *lock(&self.paused_until) = Some(Instant::now() + PAUSE_AFTER_FAILURE);
+        }
+        outcome
+    }
+
+    fn try_command<T>(&self, command: impl Fn(&mut Connection) -> redis::RedisResult<T>) -> Result<T, StoreError> {
         let reused = lock(&self.idle).pop();
         let was_reused = reused.is_some();
         let mut connection = match reused {
@@ -313,7 +345,7 @@ impl Redis {
             None => self.connect()?,
         };
         let outcome = match command(&mut connection) {
-            Err(error) if was_reused && (error.is_connection_dropped() || error.is_io_error()) => {
+            Err(error) if was_reused && !error.is_timeout() && error.is_connection_dropped() => {
                 connection = self.connect()?;
                 command(&mut connection)
             }
@@ -365,7 +397,7 @@ impl Redis {
             let message = match subscription.get_message() {
                 Ok(message) => message,
                 Err(error) if error.is_timeout() => {
-                    subscription.ping::<String>()?;
+                    subscription.ping::<redis::Value>()?;
                     continue;
                 }
                 Err(error) => return Err(error.into()),
