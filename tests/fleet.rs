@@ -7,11 +7,14 @@
 //!
 //! - an approval retry replayed on the other instance is refused (mrtr.mdx, Server
 //!   Requirements 5: "MUST enforce that invariant server-side");
+//! - a used state stays refused when Redis restarts empty (the record begins again, and
+//!   refuses every state issued before it);
 //! - the rate limit counts the calls of the fleet, not of each instance;
 //! - a `subscriptions/listen` on one instance hears `run_payroll` run on the other;
-//! - Redis stopped: an approval is refused with -32603 (and its state is not spent),
-//!   `PingME` still answers; Redis back: the same retry runs (once the second's pause
-//!   after a failure is over), and notices flow again;
+//! - Redis stopped: an approval is refused with -32603, `PingME` still answers; Redis
+//!   back, empty: a state issued before is refused (it may have been used), a new one
+//!   runs once, and notices flow again. Redis stopped (SIGSTOP) and going on with its
+//!   keys: the state was not spent, and the same retry runs once the pause is over;
 //! - a Redis that stops answering (SIGSTOP), no Redis at all at a port where nothing
 //!   listens, or a listener that accepts and never answers: each answered within the
 //!   store's deadlines, never hung;
@@ -35,6 +38,8 @@ const LAST_RUN: &str = "payroll://last-run";
 const UPDATED: &str = "notifications/resources/updated";
 const RAN: &str = "Payroll approved by the user and run for this week.";
 const USED: &str = "Invalid params: `requestState` has been used already; call the tool again without it";
+const OLDER: &str =
+    "Invalid params: `requestState` is older than this server's record of used states; call the tool again without it";
 /// What the store's failure makes of an approval: -32603, and it did not run.
 const NOT_RECORDED: &str = "Internal error: the approval could not be recorded as used";
 /// The line an instance writes each time its relay of changes has subscribed.
@@ -233,6 +238,11 @@ fn read_for(stream: &mut TcpStream, raw: &mut Vec<u8>, time: Duration) {
     }
 }
 
+/// The milliseconds of the clock's current second.
+fn subsec_millis() -> u32 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_millis()
+}
+
 // ---------------------------------------------------------------------------
 // The tests.
 
@@ -252,6 +262,19 @@ fn an_approval_replayed_on_the_other_instance_is_refused() {
     assert_ne!(from_a, from_b);
     assert_eq!(approve(b.address, &from_a).0, RAN);
     assert_eq!(approve(a.address, &from_b).0, RAN);
+}
+
+#[test]
+fn a_used_approval_stays_used_when_redis_loses_its_keys() {
+    let mut redis = RedisServer::start();
+    let port = redis.port;
+    let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
+    let state = new_state(a.address);
+    assert_eq!(approve(a.address, &state).0, RAN);
+    // Redis restarted without persistence: the record that the state was used is gone.
+    redis.stop();
+    let _redis = RedisServer::start_on(port);
+    assert_eq!(approve_once_back(b.address, &state), OLDER, "the payroll ran twice: Redis forgot the first");
 }
 
 #[test]
@@ -306,9 +329,14 @@ fn with_redis_stopped_an_approval_is_refused_other_tools_answer_and_both_come_ba
     assert_eq!(ping_me(b.address), "BISMILLAH");
     assert!(b.stderr().contains("input_required: an approval not run"), "{}", b.stderr());
 
-    // Redis back (empty: it kept nothing): the state was not spent, and runs once.
+    // Redis back, empty (no persistence): it cannot vouch for a state issued before, which
+    // may have been used; a new one runs, once.
     let _redis = RedisServer::start_on(port);
-    assert_eq!(approve_once_back(b.address, &state), RAN);
+    assert_eq!(approve_once_back(b.address, &state), OLDER);
+    // The record began again in that second: a state issued from the next one on runs.
+    std::thread::sleep(Duration::from_millis(1000 - u64::from(subsec_millis())));
+    let state = new_state(a.address);
+    assert_eq!(approve(b.address, &state).0, RAN);
     assert_eq!(approve(a.address, &state).0, USED);
     // b's relay has subscribed again: it hears a's changes again.
     wait_hearing(&b, 2);

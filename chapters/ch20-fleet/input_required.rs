@@ -233,7 +233,7 @@ pub fn configure(flags: &StateFlags, store: &Store) {
     // A restart empties the record of used states: refuse what was issued before it.
     // (A fixed clock, for transcripts, never moves: there is no before to refuse.)
     if fixed_clock.is_none() {
-        store.start(now_secs() + STATE_TTL_SECS - 1);
+        store.start(now_secs(), STATE_TTL_SECS);
     }
 }
 

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, RedisError};
@@ -49,8 +50,7 @@ impl Store {
         match self {
             Store::InProcess(used) => lock(used).use_once(id, expires, now).map_err(NotUsed::Refused),
             Store::Redis(redis) => match redis.set_if_absent(id, expires, now) {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(NotUsed::Refused("has been used already")),
+                Ok(used) => used.map_err(NotUsed::Refused),
                 Err(error) => Err(NotUsed::StoreFailed(error)),
             },
         }
@@ -85,12 +85,25 @@ impl Store {
         }
     }
 
-    /// The process starts with an empty record in the process: every state that expires
-    /// at or before `horizon` was issued before, may have been used, and is refused
-    /// (`UsedStates::start`). Redis's record outlives any one instance: nothing to refuse.
-    pub fn start(&self, horizon: u64) {
-        if let Store::InProcess(used) = self {
-            lock(used).horizon = horizon;
+    /// The process starts at `now`, and issues states that live `state_ttl` seconds.
+    /// With an empty record in the process, every state that expires within `state_ttl`
+    /// was issued before, may have been used, and is refused. Redis's record outlives any
+    /// one instance: it refuses only what was issued before the record itself began
+    /// (`Redis::set_if_absent`).
+    pub fn start(&self, now: u64, state_ttl: u64) {
+        match self {
+            Store::InProcess(used) => lock(used).horizon = now + state_ttl - 1,
+            Store::Redis(redis) => {
+                redis.state_ttl.store(state_ttl, Ordering::Relaxed);
+                // A new fleet's record begins now, and refuses every state issued in this
+                // second or before: this instance issues none until the next second. A
+                // record that began before goes on.
+                match redis.begin_record(now) {
+                    Ok(true) => std::thread::sleep(Duration::from_millis(1000 - u64::from(subsec_millis()))),
+                    Ok(false) => {}
+                    Err(error) => eprintln!("store: the record of used states will begin at its first use: {error}"),
+                }
+            }
         }
     }
 
@@ -161,7 +174,8 @@ impl StoreFlags {
         let client = Client::open(url.as_str()).map_err(|error| format!("--state-store {url}: {error}"))?;
         let (prefix, instance) = (self.state_store_prefix.clone(), format!("{:016x}", random_u64()));
         let (idle, paused_until) = (Mutex::new(Vec::new()), Mutex::new(None));
-        Ok(Store::Redis(Box::new(Redis { client, idle, paused_until, prefix, instance })))
+        let state_ttl = AtomicU64::new(0);
+        Ok(Store::Redis(Box::new(Redis { client, idle, paused_until, state_ttl, prefix, instance })))
     }
 }
 
@@ -259,6 +273,8 @@ pub struct Redis {
     idle: Mutex<Vec<Connection>>,
     /// Until when Redis is not asked (`PAUSE_AFTER_FAILURE`).
     paused_until: Mutex<Option<Instant>>,
+    /// How long a state lives, once the process has started (`Store::start`).
+    state_ttl: AtomicU64,
     /// `--state-store-prefix`, before every key and the channel.
     prefix: String,
     /// This instance's name on the channel, random: it does not relay its own notices,
@@ -269,17 +285,41 @@ pub struct Redis {
 impl Redis {
     /// `SET PREFIX:used-state:ID 1 NX PX MS`: record the state as used unless it is
     /// already, in one atomic command, whichever instance asks first; kept until the
-    /// state expires, and a little longer (`CLOCK_SKEW_SECS`). `true`: this was the first.
-    fn set_if_absent(&self, id: u64, expires: u64, now: u64) -> Result<bool, StoreError> {
-        let key = format!("{}:used-state:{id}", self.prefix);
+    /// state expires, and a little longer (`CLOCK_SKEW_SECS`). In the same `MULTI`, the
+    /// record's own start, `PREFIX:record-since` (`begin_record`), set again if it is
+    /// gone: a Redis that lost its keys (a restart without persistence) begins its record
+    /// again, and every state issued before then is refused, as a restarted process
+    /// refuses them (`UsedStates`): it may have been used where this record cannot see.
+    fn set_if_absent(&self, id: u64, expires: u64, now: u64) -> Result<Result<(), &'static str>, StoreError> {
+        let (key, since_key) = (format!("{}:used-state:{id}", self.prefix), format!("{}:record-since", self.prefix));
         let keep_ms = (expires.saturating_sub(now) + 1 + CLOCK_SKEW_SECS) * 1000;
-        let reply: Option<String> =
-            self.command(|c| redis::cmd("SET").arg(&key).arg(1).arg("NX").arg("PX").arg(keep_ms).query(c))?;
-        match reply.as_deref() {
-            Some("OK") => Ok(true),
-            None => Ok(false),
+        let (_, since, first): (Option<String>, Option<String>, Option<String>) = self.command(|c| {
+            let mut pipe = redis::pipe();
+            pipe.atomic().cmd("SET").arg(&since_key).arg(now).arg("NX").cmd("GET").arg(&since_key);
+            pipe.cmd("SET").arg(&key).arg(1).arg("NX").arg("PX").arg(keep_ms).query(c)
+        })?;
+        let Some(since) = since.as_deref().and_then(|since| since.parse::<u64>().ok()) else {
+            return Err(StoreError::not_ours(format!("Redis's {since_key} is {since:?}")));
+        };
+        let state_ttl = self.state_ttl.load(Ordering::Relaxed);
+        // Issued in the second the record began, or before: it may have been used.
+        if expires <= since + state_ttl {
+            return Ok(Err("is older than this server's record of used states"));
+        }
+        match first.as_deref() {
+            Some("OK") => Ok(Ok(())),
+            None => Ok(Err("has been used already")),
             Some(other) => Err(StoreError::not_ours(format!("Redis answered SET with {other:?}"))),
         }
+    }
+
+    /// `SET PREFIX:record-since NOW NX`: the record of used states begins now, unless it
+    /// began before. `true`: it begins now.
+    fn begin_record(&self, now: u64) -> Result<bool, StoreError> {
+        let since_key = format!("{}:record-since", self.prefix);
+        let reply =
+            self.command(|c| redis::cmd("SET").arg(&since_key).arg(now).arg("NX").query::<Option<String>>(c))?;
+        Ok(reply.is_some())
     }
 
     /// One call in `caller`'s fixed window of a minute, which its first call opens:
@@ -430,6 +470,11 @@ impl Redis {
     }
 }
 // ANCHOR_END: redis
+
+/// The milliseconds of the clock's current second.
+fn subsec_millis() -> u32 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.subsec_millis())
+}
 
 /// A number nobody can guess: std seeds every `RandomState` from the operating system.
 fn random_u64() -> u64 {
