@@ -10,7 +10,8 @@
 //! - a used state stays refused when Redis restarts empty (the record begins again, and
 //!   refuses every state issued before it);
 //! - the rate limit counts the calls of the fleet, not of each instance;
-//! - a `subscriptions/listen` on one instance hears `run_payroll` run on the other;
+//! - a `subscriptions/listen`, and a handshake-era session's stream, on one instance hear
+//!   `run_payroll` run on the other;
 //! - Redis stopped: an approval is refused with -32603, `PingME` still answers; Redis
 //!   back, empty: a state issued before is refused (it may have been used), a new one
 //!   runs once, and notices flow again. Redis stopped (SIGSTOP) and going on with its
@@ -18,6 +19,7 @@
 //! - a Redis that stops answering (SIGSTOP), no Redis at all at a port where nothing
 //!   listens, or a listener that accepts and never answers: each answered within the
 //!   store's deadlines, never hung;
+//! - a bad `--state-store` or `--state-store-prefix` stops the server at start;
 //! - what is in the store and is not ours (a count that is not a number, a message on
 //!   the channel that is not JSON) is an error the server logs, never a panic.
 
@@ -29,7 +31,7 @@ use mcp_workbook::replay::{self, RunningServer};
 use serde_json::{Value, json};
 
 mod common;
-use common::session_client::{post, read_until, request};
+use common::session_client::{open_session, post, read_until, request};
 use common::start;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch20-fleet");
@@ -311,6 +313,53 @@ fn a_listen_on_one_instance_hears_a_change_made_on_the_other() {
     // a heard its own change once: from itself, not again from the store.
     read_for(&mut on_a, &mut raw_a, Duration::from_millis(500));
     assert_eq!(notices(&raw_a), 1, "{}", String::from_utf8_lossy(&raw_a));
+}
+
+#[test]
+fn a_session_stream_on_one_instance_hears_a_change_made_on_the_other() {
+    let redis = RedisServer::start();
+    let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
+    wait_hearing(&b, 1);
+    // A handshake-era session on b, subscribed to the resource, its GET stream open.
+    let session = open_session(b.address, json!({}));
+    let subscribe =
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": { "uri": LAST_RUN } });
+    let answer = replay::send(b.address, &post(Some(&session), &subscribe)).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&answer.body).unwrap()["result"], json!({}), "{}", answer.body);
+    let get = request("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &session)], "");
+    let mut stream = replay::open(b.address, &get).unwrap();
+    let mut raw = Vec::new();
+    read_until(&mut stream, &mut raw, "\r\n\r\n");
+    run_payroll(a.address);
+    read_until(&mut stream, &mut raw, UPDATED);
+    assert_eq!(notices(&raw), 1, "b's session did not hear a's change: {}", String::from_utf8_lossy(&raw));
+}
+
+#[test]
+fn bad_store_flags_are_refused_at_start() {
+    let prefix = "want 1 to 64 letters, digits, '-', '_', '.' or ':'";
+    for (flags, says) in [
+        (["--state-store-prefix", "a b"], prefix),
+        (["--state-store-prefix", ""], prefix),
+        (["--state-store", "http://127.0.0.1:1"], "--state-store http://127.0.0.1:1: "),
+    ] {
+        let mut server = Command::new(BINARY)
+            .args(["--bind", "127.0.0.1:0"])
+            .args(flags)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A server that took the flags would serve on: give it five seconds to stop.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while server.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = server.kill();
+        let output = server.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(says), "{flags:?}: {stderr}");
+    }
 }
 
 #[test]
