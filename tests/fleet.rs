@@ -11,7 +11,7 @@
 //!   refuses every state issued before it);
 //! - the rate limit counts the calls of the fleet, not of each instance;
 //! - a `subscriptions/listen`, and a handshake-era session's stream, on one instance hear
-//!   `run_payroll` run on the other;
+//!   `run_payroll` run on the other; so does a session over stdio;
 //! - Redis stopped: an approval is refused with -32603, `PingME` still answers; Redis
 //!   back, empty: a state issued before is refused (it may have been used), a new one
 //!   runs once, and notices flow again. Redis stopped (SIGSTOP) and going on with its
@@ -21,7 +21,8 @@
 //!   store's deadlines, never hung;
 //! - a bad `--state-store` or `--state-store-prefix` stops the server at start;
 //! - what is in the store and is not ours (a count that is not a number, a message on
-//!   the channel that is not JSON) is an error the server logs, never a panic.
+//!   the channel that is not JSON, names no URI or one too long) is an error the server
+//!   logs, never a panic.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -335,6 +336,55 @@ fn a_session_stream_on_one_instance_hears_a_change_made_on_the_other() {
     assert_eq!(notices(&raw), 1, "b's session did not hear a's change: {}", String::from_utf8_lossy(&raw));
 }
 
+/// A child process killed (by its pid) when dropped, also when the test fails.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_instance_over_stdio_hears_a_change_made_on_another() {
+    use std::io::{BufRead, BufReader, Write};
+    let redis = RedisServer::start();
+    let a = instance(&redis.url(), &[]);
+    let mut stdio = Killed(
+        Command::new(BINARY)
+            .args(["--stdio", "--state-store", &redis.url()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdin = stdio.0.stdin.take().unwrap();
+    for line in [
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "test", "version": "1" } } }),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": { "uri": LAST_RUN } }),
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    let (lines, heard) = std::sync::mpsc::channel();
+    let stdout = stdio.0.stdout.take().unwrap();
+    std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).for_each(|l| drop(lines.send(l))));
+    // The stdio instance subscribes to the channel once it has started: a's changes,
+    // one every half second, until one is heard.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut said = Vec::new();
+    while !said.iter().any(|line: &String| line.contains(UPDATED)) {
+        assert!(Instant::now() < deadline, "the stdio instance heard no change: {said:?}");
+        run_payroll(a.address);
+        said.extend(heard.recv_timeout(Duration::from_millis(500)).ok());
+        said.extend(heard.try_iter());
+    }
+    let update: Value = serde_json::from_str(said.iter().find(|line| line.contains(UPDATED)).unwrap()).unwrap();
+    assert_eq!(update["params"], json!({ "uri": LAST_RUN }), "{said:?}");
+}
+
 #[test]
 fn bad_store_flags_are_refused_at_start() {
     let prefix = "want 1 to 64 letters, digits, '-', '_', '.' or ':'";
@@ -458,12 +508,14 @@ fn what_is_in_the_store_and_not_ours_is_an_error_never_a_panic() {
     assert!(a.stderr().contains("rate limit: counted by this instance alone"), "{}", a.stderr());
     // Messages on the channel that are not ours: ignored, and the next real one relayed.
     let (mut on_b, mut raw_b) = listen(b.address);
-    for message in ["not json", "{\"uri\": 7}", "{\"instance\": \"x\", \"uri\": \"\\u0000\"}", "[]"] {
+    let long = json!({ "instance": "x", "uri": format!("payroll://{}", "x".repeat(5000)) }).to_string();
+    for message in ["not json", "{\"uri\": 7}", "{\"instance\": \"x\", \"uri\": \"\\u0000\"}", "[]", &long] {
         redis.cli(&["PUBLISH", "mcp-workbook:resources-updated", message]);
     }
     run_payroll(a.address);
     read_until(&mut on_b, &mut raw_b, UPDATED);
     assert_eq!(notices(&raw_b), 1, "{}", String::from_utf8_lossy(&raw_b));
-    assert!(b.stderr().contains("a message on the channel that is not ours"), "{}", b.stderr());
+    // Each of the five was read before the real one, and refused.
+    assert_eq!(b.stderr().matches("a message on the channel that is not ours").count(), 5, "{}", b.stderr());
     assert!(a.is_running() && b.is_running(), "an instance fell over");
 }
