@@ -27,8 +27,8 @@ use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -141,6 +141,9 @@ pub struct Config {
     pub request_grace: Duration,
     /// The minimum rate, in bytes a second: see `request_grace`.
     pub min_bytes_per_second: u64,
+    /// How long a drain (SIGTERM, Ctrl-C: see [`serve`]) waits for the requests in
+    /// progress. Past it, what is left is cut and the server returns.
+    pub drain_timeout: Duration,
 }
 
 impl Default for Config {
@@ -153,13 +156,18 @@ impl Default for Config {
             request_timeout: Duration::from_secs(30),
             request_grace: Duration::from_secs(10),
             min_bytes_per_second: 500,
+            // Under the 30 seconds Kubernetes waits by default before it kills a pod
+            // that was told to stop; `docker stop` waits only 10 unless told more.
+            drain_timeout: Duration::from_secs(25),
         }
     }
 }
 // ANCHOR_END: config
 
 // ANCHOR: serve
-/// Listen on `bind` and answer every request with `handler`, forever.
+/// Listen on `bind` and answer every request with `handler`, until SIGTERM or SIGINT
+/// (Ctrl-C) starts a drain (see [`drain`]); then return once the requests in progress
+/// are answered, or at the drain's deadline.
 ///
 /// Once listening it prints one line with the real URL, so that a reader (or a
 /// test that asked for port 0) knows where to connect.
@@ -168,11 +176,16 @@ where
     H: Fn(&Request) -> Response + Send + Sync + 'static,
 {
     let listener = TcpListener::bind(bind)?;
+    // Before the line below: whoever reads it may stop the server at once.
+    drain_on_signals();
+    watch_for_drain(&listener, config.drain_timeout)?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
     serve_listener(listener, config, handler)
 }
 
 /// [`serve`] on a listener that is already bound (the tests bind port 0 themselves).
+/// Only [`serve`] listens for signals: in a test that serves on a listener of its own,
+/// Ctrl-C keeps its usual meaning, and the server runs until the test ends.
 pub fn serve_listener<H>(listener: TcpListener, config: Config, handler: H) -> io::Result<()>
 where
     H: Fn(&Request) -> Response + Send + Sync + 'static,
@@ -207,6 +220,7 @@ where
             if let Some(ticket) = &admitted {
                 door(&client, peer, ticket, &config, &workers, handler.as_ref());
                 ticket.doing(Doing::Closing);
+                ticket.request_done();
             } else {
                 // Every connection is being served: none could make room.
                 refuse(&client, Refusal::new(503, "Service Unavailable: too many connections; try again shortly"));
@@ -220,9 +234,149 @@ where
         if let Err(error) = spawned {
             eprintln!("http: no thread for a new connection ({error}); closed it");
         }
+        // The connection that woke the loop is served like any other (it may be a real
+        // client's, just in time); after it, no more are accepted.
+        if let Some(deadline) = drain_deadline() {
+            drop(listener); // new connections are refused from now: the balancer tries another
+            connections.wait_for_requests(deadline + DRAIN_GRACE);
+            return Ok(());
+        }
     }
 }
 // ANCHOR_END: serve
+
+// ANCHOR: drain
+// Stopping without dropping: a drain.
+//
+// A service manager, a container platform or a person at the terminal stops a server
+// with a signal: SIGTERM (systemd, Kubernetes, `docker stop`, `kill`) or SIGINT
+// (Ctrl-C). Killed at once, the server would cut every call in progress and every open
+// stream without its end. Instead, on either signal the server drains:
+// 1. it turns unready: `GET /ready` answers `503` (on a connection still open), and it
+//    stops accepting connections, so a load balancer sends new requests elsewhere;
+// 2. it answers the requests it has begun, each answer with `Connection: close`; a
+//    streamed answer learns of the drain from [`draining`] and [`drain_deadline`] and
+//    ends as its chapter says (a long call runs on to its result or the deadline, a
+//    listen ends now with its result);
+// 3. once no request is in progress, or at the deadline ([`Config::drain_timeout`]),
+//    [`serve`] returns: `main` returns, and the process exits 0. A second signal during
+//    the drain stops the process at once, as the signal always did.
+
+/// Set by the signal handler. Storing to an atomic is about all that a signal handler
+/// may safely do: it interrupts the process anywhere, a lock or an allocation included.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// When the drain must end: set once, when the drain starts. `None` while serving.
+static DRAIN_DEADLINE: OnceLock<Instant> = OnceLock::new();
+
+/// After the deadline, how long the answers cut at it have to be sent: a long call
+/// notices the deadline within a second (`STOP_CHECK_INTERVAL`, chapter 14).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// How often the drain's watcher looks for a signal.
+const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Whether the server is draining: a stream that waits for events (a listen, a
+/// session's stream) ends now; work in progress goes on, until [`drain_deadline`].
+pub fn draining() -> bool {
+    DRAIN_DEADLINE.get().is_some()
+}
+
+/// When the drain ends, if one has started: the latest a call in progress may run.
+pub fn drain_deadline() -> Option<Instant> {
+    DRAIN_DEADLINE.get().copied()
+}
+
+/// Have SIGTERM and SIGINT start a drain instead of ending the process. `signal` is the
+/// C library's, which every Rust program on Unix and Windows links already; declaring it
+/// here spares a crate for two lines (the numbers are the same on both).
+fn drain_on_signals() {
+    extern "C" fn on_signal(_signal: i32) {
+        SIGNALLED.store(true, Ordering::SeqCst);
+    }
+    let handler: extern "C" fn(i32) = on_signal;
+    // SAFETY: `signal` is called with valid signal numbers and a handler that only
+    // stores to an atomic, which is async-signal-safe.
+    unsafe {
+        signal(SIGINT, handler as usize);
+        signal(SIGTERM, handler as usize);
+    }
+}
+
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
+/// The default action of a signal: for these two, ending the process.
+const SIG_DFL: usize = 0;
+
+unsafe extern "C" {
+    /// C's `signal(2)`: the handler for a signal (a function, or `SIG_DFL`).
+    fn signal(signal: i32, handler: usize) -> usize;
+}
+
+/// Start the thread that turns a signal into a drain. The accept loop sleeps in
+/// `accept`, which a signal does not end (the standard library tries again), so the
+/// watcher wakes it with a connection of its own, after which it accepts no more.
+fn watch_for_drain(listener: &TcpListener, drain_timeout: Duration) -> io::Result<()> {
+    let mut address = listener.local_addr()?;
+    if address.ip().is_unspecified() {
+        // Bound to every address (0.0.0.0 or [::]): the loopback one is among them.
+        address.set_ip(if address.is_ipv4() {
+            IpAddr::from([127, 0, 0, 1])
+        } else {
+            IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
+        });
+    }
+    thread::Builder::new().name("drain".into()).spawn(move || {
+        while !SIGNALLED.load(Ordering::SeqCst) {
+            thread::sleep(SIGNAL_CHECK_INTERVAL);
+        }
+        let deadline = *DRAIN_DEADLINE.get_or_init(|| Instant::now() + drain_timeout);
+        eprintln!("http: draining: no new connections; {} s for the requests in progress", drain_timeout.as_secs());
+        // SAFETY: as in `drain_on_signals`; the default action needs no handler at all.
+        unsafe {
+            signal(SIGINT, SIG_DFL);
+            signal(SIGTERM, SIG_DFL);
+        }
+        let _ = TcpStream::connect_timeout(&address, deadline.saturating_duration_since(Instant::now()));
+    })?;
+    Ok(())
+}
+
+/// Work that a drain waits for, besides the requests in progress: work that runs apart
+/// from any request (chapter 19's tasks) holds a `Work` while it runs.
+#[allow(dead_code)] // a server whose work all runs in its requests has no use for it
+pub struct Work(());
+
+static WORK_IN_PROGRESS: AtomicUsize = AtomicUsize::new(0);
+
+#[allow(dead_code)]
+impl Work {
+    pub fn begin() -> Work {
+        WORK_IN_PROGRESS.fetch_add(1, Ordering::SeqCst);
+        Work(())
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        WORK_IN_PROGRESS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Where a load balancer asks whether to send this server requests: `200` while it
+/// serves, `503` from the start of a drain. The base answers it, before the chapter's
+/// handler and its checks (a balancer's probe carries no token), with nothing but that.
+pub const READY_PATH: &str = "/ready";
+
+fn is_readiness_probe(request: &Request) -> bool {
+    request.path == READY_PATH && matches!(request.method.as_str(), "GET" | "HEAD")
+}
+
+fn readiness() -> Response {
+    let (status, text) = if draining() { (503, "draining\n") } else { (200, "ready\n") };
+    Response::empty(status).with_header("Content-Type", "text/plain").with_body(text.as_bytes().to_vec())
+}
+// ANCHOR_END: drain
 
 /// How many threads past the cap may run: doors closed to make room, on their way
 /// out, and newcomers told `503` (each on a thread that lives a second or two, to
@@ -282,6 +436,8 @@ struct Entry {
     socket: Arc<TcpStream>,
     doing: Doing,
     since: Instant,
+    /// A request has begun to arrive and is not answered yet: a drain waits for it.
+    in_request: bool,
 }
 
 /// What a door is doing, in the order doors are closed to make room: first one that
@@ -321,8 +477,19 @@ impl Connections {
             let _ = closed.socket.shutdown(Shutdown::Both);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        open.insert(id, Entry { socket: socket.clone(), doing, since: Instant::now() });
+        let in_request = doing == Doing::Waiting; // the request is already here
+        open.insert(id, Entry { socket: socket.clone(), doing, since: Instant::now(), in_request });
         Some(Ticket { connections: self.clone(), id })
+    }
+
+    /// Wait, in a drain, until no connection has a request in progress and no [`Work`]
+    /// runs, or `deadline`. An idle connection is not waited for: it closes when the
+    /// process ends.
+    fn wait_for_requests(&self, deadline: Instant) {
+        let busy = || self.lock().values().any(|entry| entry.in_request) || WORK_IN_PROGRESS.load(Ordering::SeqCst) > 0;
+        while busy() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -340,9 +507,21 @@ impl Ticket {
         self.update(|entry| entry.doing = doing)
     }
 
+    /// A request has begun to arrive: the client is no longer silent, and a drain waits
+    /// for its answer.
+    fn request_begun(&self) {
+        self.update(|entry| (entry.doing, entry.in_request) = (Doing::Waiting, true));
+    }
+
     /// The door has answered a request: it waits for its client again, from now.
     fn answered(&self) {
         self.update(|entry| (entry.doing, entry.since) = (Doing::Waiting, Instant::now()));
+    }
+
+    /// The answer has been sent, or the connection ends: nothing here for a drain to
+    /// wait for.
+    fn request_done(&self) {
+        self.update(|entry| entry.in_request = false);
     }
 
     fn update(&self, change: impl FnOnce(&mut Entry)) -> bool {
@@ -427,10 +606,21 @@ where
         // to the next request. (Chapter 5 catches tool panics earlier, so that the
         // client gets a JSON-RPC error with its id.)
         let call = || catch_unwind(AssertUnwindSafe(|| handler(&request))).unwrap_or_else(|_| Response::empty(500));
-        let Some(response) = workers.run(Instant::now() + config.request_timeout, call) else {
-            return refuse(client, Refusal::new(503, "Service Unavailable: every worker is busy; try again shortly"));
+        let response = if is_readiness_probe(&request) {
+            readiness() // answered by the base, without a worker's turn
+        } else {
+            let Some(response) = workers.run(Instant::now() + config.request_timeout, call) else {
+                return refuse(
+                    client,
+                    Refusal::new(503, "Service Unavailable: every worker is busy; try again shortly"),
+                );
+            };
+            response
         };
         drop(request); // done with: a client slow to read its answer holds the answer only
+        // In a drain, this answer is the connection's last (checked again once a stream
+        // has ended: the drain may have begun while it ran).
+        head.close |= draining();
         // An answer written at once is the client's to take: one that does not read it
         // waits like one that does not send. A streamed answer is the server's work
         // until it ends (a long call's progress, a session's stream).
@@ -438,7 +628,9 @@ where
         if !streamed {
             ticket.answered();
         }
-        if !send_answer(client, &head, response, config.request_timeout) || head.close {
+        let sent = send_answer(client, &head, response, config.request_timeout);
+        ticket.request_done();
+        if !sent || head.close || draining() {
             return;
         }
         if streamed {
@@ -461,7 +653,7 @@ fn next_request(
         Ok([]) | Err(_) => return Ok(None),
         Ok(_) => {}
     }
-    ticket.doing(Doing::Waiting); // no longer silent, if it was new
+    ticket.request_begun();
     let deadline = Instant::now() + config.request_timeout;
     from_client.get_mut().arriving = Some(Arrival::new(deadline));
     let head = parse_head(&read_head(from_client)?)?;
