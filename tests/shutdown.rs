@@ -1,6 +1,6 @@
 //! The drain (the base, `src/http.rs`, "Stopping without dropping"), which no transcript
 //! can show: it begins with a signal. SIGTERM to a chapter's server:
-//! - every chapter's server, idle, exits 0 at once;
+//! - every chapter's server, idle, exits 0 at once, with `--drain-secs 0` too;
 //! - `GET /ready` answers 200 while serving, and 503 from the start of the drain on a
 //!   connection still open; a new connection is refused;
 //! - a long call in progress (chapter 14 on) runs on to its result, and the server exits 0
@@ -62,6 +62,16 @@ fn ready(stream: &mut TcpStream) -> (u16, String) {
         }
     }
     (status, String::from_utf8_lossy(&raw[at..]).into_owned())
+}
+
+#[test]
+fn a_drain_of_no_seconds_still_ends() {
+    // The watcher wakes the accept loop with a connection of its own, whatever the deadline.
+    for binary in &chapter_binaries_from(7) {
+        let mut server = start(binary, &["--drain-secs", "0"]);
+        let status = terminate_and_wait(&mut server, binary, PROMPTLY);
+        assert!(status.success(), "{binary}: {status}\n{}", server.stderr());
+    }
 }
 
 #[test]
