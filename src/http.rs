@@ -375,8 +375,12 @@ fn is_readiness_probe(request: &Request) -> bool {
 }
 
 fn readiness() -> Response {
-    let (status, text) = if draining() { (503, "draining\n") } else { (200, "ready\n") };
-    Response::empty(status).with_header("Content-Type", "text/plain").with_body(text.as_bytes().to_vec())
+    let answer = if draining() {
+        Response::empty(503).with_body(b"draining\n".to_vec())
+    } else {
+        Response::empty(200).with_body(b"ready\n".to_vec())
+    };
+    answer.with_header("Content-Type", "text/plain")
 }
 // ANCHOR_END: drain
 
