@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -195,20 +195,13 @@ where
     let connections = Arc::new(Connections::default());
     // Every thread of a connection holds a slot: a door, or a refusal being sent.
     let threads = Arc::new(AtomicUsize::new(0));
-    loop {
-        let (client, peer) = match listener.accept() {
-            // Shared with the registry, which may shut it down to make room.
-            Ok((client, peer)) => (Arc::new(client), peer.ip()),
-            // Out of file descriptors, most likely: wait for some to close, never stop.
-            Err(error) => {
-                eprintln!("http: accept failed ({error}); retrying");
-                thread::sleep(Duration::from_millis(100));
-                continue;
-            }
-        };
+    // One connection, from its admission to its close, on a thread of its own.
+    let open_door = |client: TcpStream, peer: IpAddr| {
+        // Shared with the registry, which may shut it down to make room.
+        let client = Arc::new(client);
         let most = config.max_connections.saturating_add(THREADS_PAST_THE_CAP);
         if !wait_for_threads(&threads, most) {
-            continue; // so far past the cap that even a 503 costs too much: close
+            return; // so far past the cap that even a 503 costs too much: close
         }
         let slot = Slot::take(&threads);
         // A client whose request is already here is no silent newcomer: it must not
@@ -220,7 +213,6 @@ where
             if let Some(ticket) = &admitted {
                 door(&client, peer, ticket, &config, &workers, handler.as_ref());
                 ticket.doing(Doing::Closing);
-                ticket.request_done();
             } else {
                 // Every connection is being served: none could make room.
                 refuse(&client, Refusal::new(503, "Service Unavailable: too many connections; try again shortly"));
@@ -234,11 +226,37 @@ where
         if let Err(error) = spawned {
             eprintln!("http: no thread for a new connection ({error}); closed it");
         }
-        // The connection that woke the loop is served like any other (it may be a real
-        // client's, just in time); after it, no more are accepted.
-        if let Some(deadline) = drain_deadline() {
-            drop(listener); // new connections are refused from now: the balancer tries another
-            connections.wait_for_requests(deadline + DRAIN_GRACE);
+    };
+    loop {
+        let accepted = listener.accept();
+        let drain = drain_deadline(); // looked at whatever `accept` gave, so nothing skips it
+        match accepted {
+            Ok((client, peer)) => open_door(client, peer.ip()),
+            // Out of file descriptors, most likely: wait for some to close, never stop.
+            Err(error) if drain.is_none() => {
+                eprintln!("http: accept failed ({error}); retrying");
+                thread::sleep(Duration::from_millis(100));
+            }
+            Err(_) => {}
+        }
+        if let Some(deadline) = drain {
+            // The connections the system has completed already are served, not reset; then
+            // no more: a new one is refused, and the balancer tries another server.
+            if listener.set_nonblocking(true).is_ok() {
+                for _ in 0..QUEUED_AT_MOST {
+                    let Ok((client, peer)) = listener.accept() else { break };
+                    let _ = client.set_nonblocking(false); // some systems pass it on
+                    open_door(client, peer.ip());
+                }
+            }
+            drop(listener);
+            STOPPED_ACCEPTING.store(true, Ordering::SeqCst);
+            connections.close_idle();
+            // Every connection closed, gently, and all `Work` done; or the deadline.
+            let busy = || threads.load(Ordering::SeqCst) > 0 || WORK_IN_PROGRESS.load(Ordering::SeqCst) > 0;
+            while busy() && Instant::now() < deadline + DRAIN_GRACE {
+                thread::sleep(Duration::from_millis(20));
+            }
             return Ok(());
         }
     }
@@ -252,15 +270,18 @@ where
 // with a signal: SIGTERM (systemd, Kubernetes, `docker stop`, `kill`) or SIGINT
 // (Ctrl-C). Killed at once, the server would cut every call in progress and every open
 // stream without its end. Instead, on either signal the server drains:
-// 1. it turns unready: `GET /ready` answers `503` (on a connection still open), and it
-//    stops accepting connections, so a load balancer sends new requests elsewhere;
-// 2. it answers the requests it has begun, each answer with `Connection: close`; a
-//    streamed answer learns of the drain from [`draining`] and [`drain_deadline`] and
-//    ends as its chapter says (a long call runs on to its result or the deadline, a
-//    listen ends now with its result);
-// 3. once no request is in progress, or at the deadline ([`Config::drain_timeout`]),
-//    [`serve`] returns: `main` returns, and the process exits 0. A second signal during
-//    the drain stops the process at once, as the signal always did.
+// 1. it turns unready: it stops accepting connections (the ones already queued are
+//    served), so a load balancer sends new requests elsewhere, and `GET /ready` answers
+//    `503` on a connection still open;
+// 2. it closes every connection that waits for its client's next request, and answers
+//    the requests it has begun (an answer that starts now with `Connection: close`),
+//    closing each connection after its answer; a streamed answer learns of the drain
+//    from [`draining`] and [`drain_deadline`] and ends as its chapter says (a long call
+//    runs on to its result or the deadline, a listen ends now with its result);
+// 3. once every connection is closed and no [`Work`] runs, or at the deadline
+//    ([`Config::drain_timeout`], and `DRAIN_GRACE` for the last answers), [`serve`]
+//    returns: `main` returns, and the process exits 0. A second signal, once the drain
+//    has begun, stops the process at once, as the signal always did.
 
 /// Set by the signal handler. Storing to an atomic is about all that a signal handler
 /// may safely do: it interrupts the process anywhere, a lock or an allocation included.
@@ -269,12 +290,24 @@ static SIGNALLED: AtomicBool = AtomicBool::new(false);
 /// When the drain must end: set once, when the drain starts. `None` while serving.
 static DRAIN_DEADLINE: OnceLock<Instant> = OnceLock::new();
 
-/// After the deadline, how long the answers cut at it have to be sent: a long call
-/// notices the deadline within a second (`STOP_CHECK_INTERVAL`, chapter 14).
-const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// Set by the accept loop once it has stopped listening: the watcher stops waking it.
+static STOPPED_ACCEPTING: AtomicBool = AtomicBool::new(false);
 
-/// How often the drain's watcher looks for a signal.
+/// The longest drain: a larger `drain_timeout` means "as long as it takes", which a
+/// day is, and an `Instant` that far ahead cannot overflow.
+const LONGEST_DRAIN: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// After the deadline, for the answers cut at it and the connections' gentle closes: a
+/// long call notices the deadline within 10 ms (`STOP_CHECK_INTERVAL`, chapter 14), a
+/// close takes up to 2 s (`close_gently`).
+const DRAIN_GRACE: Duration = Duration::from_secs(3);
+
+/// How often the drain's watcher looks for a signal, and wakes the accept loop.
 const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The most connections already queued when a drain begins that are taken and served
+/// (the system's queue holds 128 on Linux; more come only from clients still arriving).
+const QUEUED_AT_MOST: usize = 1024;
 
 /// Whether the server is draining: a stream that waits for events (a listen, a
 /// session's stream) ends now; work in progress goes on, until [`drain_deadline`].
@@ -287,19 +320,26 @@ pub fn drain_deadline() -> Option<Instant> {
     DRAIN_DEADLINE.get().copied()
 }
 
-/// Have SIGTERM and SIGINT start a drain instead of ending the process. `signal` is the
-/// C library's, which every Rust program on Unix and Windows links already; declaring it
-/// here spares a crate for two lines (the numbers are the same on both).
+/// Have SIGTERM and SIGINT start a drain instead of ending the process, unless the
+/// process was started with the signal ignored (a background job ignores Ctrl-C), which
+/// stays ignored. `signal` is the C library's, which every Rust program links already;
+/// declaring it here spares a crate for these lines. On Linux and macOS the handler stays
+/// and `accept` is resumed after it (BSD semantics); POSIX leaves `signal` unspecified in
+/// a program with threads, which is why a portable one uses `sigaction` (or a crate such
+/// as `signal-hook`). Windows never sends SIGTERM: there only Ctrl-C drains.
 fn drain_on_signals() {
     extern "C" fn on_signal(_signal: i32) {
         SIGNALLED.store(true, Ordering::SeqCst);
     }
     let handler: extern "C" fn(i32) = on_signal;
-    // SAFETY: `signal` is called with valid signal numbers and a handler that only
-    // stores to an atomic, which is async-signal-safe.
-    unsafe {
-        signal(SIGINT, handler as usize);
-        signal(SIGTERM, handler as usize);
+    for number in [SIGINT, SIGTERM] {
+        // SAFETY: a valid signal number, and a handler that only stores to an atomic,
+        // which is async-signal-safe; an ignored signal is put back as it was.
+        unsafe {
+            if signal(number, handler as usize) == SIG_IGN {
+                signal(number, SIG_IGN);
+            }
+        }
     }
 }
 
@@ -307,39 +347,52 @@ const SIGINT: i32 = 2;
 const SIGTERM: i32 = 15;
 /// The default action of a signal: for these two, ending the process.
 const SIG_DFL: usize = 0;
+/// The signal is ignored.
+const SIG_IGN: usize = 1;
 
 unsafe extern "C" {
-    /// C's `signal(2)`: the handler for a signal (a function, or `SIG_DFL`).
+    /// C's `signal(2)`: set the handler of a signal (a function, `SIG_DFL` or `SIG_IGN`),
+    /// and give the one it had.
     fn signal(signal: i32, handler: usize) -> usize;
 }
 
 /// Start the thread that turns a signal into a drain. The accept loop sleeps in
 /// `accept`, which a signal does not end (the standard library tries again), so the
-/// watcher wakes it with a connection of its own, after which it accepts no more.
+/// watcher wakes it with a connection of its own, again each time it looks, until the
+/// loop has stopped listening (a wake-up may be dropped past the thread cap).
 fn watch_for_drain(listener: &TcpListener, drain_timeout: Duration) -> io::Result<()> {
-    let mut address = listener.local_addr()?;
-    if address.ip().is_unspecified() {
-        // Bound to every address (0.0.0.0 or [::]): the loopback one is among them.
-        address.set_ip(if address.is_ipv4() {
-            IpAddr::from([127, 0, 0, 1])
-        } else {
-            IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
-        });
-    }
+    let address = listener.local_addr()?;
+    let (port, ip) = (address.port(), address.ip());
+    // Bound to every address (0.0.0.0 or [::]): a loopback one is among them, and [::]
+    // takes IPv4 too, should ::1 be switched off.
+    let wake_at: Vec<SocketAddr> = match ip {
+        IpAddr::V4(any) if any.is_unspecified() => vec![(Ipv4Addr::LOCALHOST, port).into()],
+        IpAddr::V6(any) if any.is_unspecified() => {
+            vec![(Ipv6Addr::LOCALHOST, port).into(), (Ipv4Addr::LOCALHOST, port).into()]
+        }
+        _ => vec![address],
+    };
     thread::Builder::new().name("drain".into()).spawn(move || {
         while !SIGNALLED.load(Ordering::SeqCst) {
             thread::sleep(SIGNAL_CHECK_INTERVAL);
         }
+        // First, before anything that could fail: a second signal ends the process, as
+        // it always did (or stays ignored, if it was).
+        for number in [SIGINT, SIGTERM] {
+            // SAFETY: as in `drain_on_signals`; the default action needs no handler.
+            unsafe {
+                if signal(number, SIG_DFL) == SIG_IGN {
+                    signal(number, SIG_IGN);
+                }
+            }
+        }
+        let drain_timeout = drain_timeout.min(LONGEST_DRAIN);
         DRAIN_DEADLINE.get_or_init(|| Instant::now() + drain_timeout);
         eprintln!("http: draining: no new connections; {} s for the requests in progress", drain_timeout.as_secs());
-        // SAFETY: as in `drain_on_signals`; the default action needs no handler at all.
-        unsafe {
-            signal(SIGINT, SIG_DFL);
-            signal(SIGTERM, SIG_DFL);
+        while !STOPPED_ACCEPTING.load(Ordering::SeqCst) {
+            let _ = wake_at.iter().find(|at| TcpStream::connect_timeout(at, Duration::from_secs(1)).is_ok());
+            thread::sleep(SIGNAL_CHECK_INTERVAL);
         }
-        // Wake the accept loop. Should this fail (never on loopback, short of running out
-        // of files), the loop stops at the next connection that arrives.
-        let _ = TcpStream::connect_timeout(&address, Duration::from_secs(1));
     })?;
     Ok(())
 }
@@ -442,7 +495,8 @@ struct Entry {
     socket: Arc<TcpStream>,
     doing: Doing,
     since: Instant,
-    /// A request has begun to arrive and is not answered yet: a drain waits for it.
+    /// A request has begun to arrive and is not answered yet: a drain does not close the
+    /// connection under it.
     in_request: bool,
 }
 
@@ -488,13 +542,14 @@ impl Connections {
         Some(Ticket { connections: self.clone(), id })
     }
 
-    /// Wait, in a drain, until no connection has a request in progress and no [`Work`]
-    /// runs, or `deadline`. An idle connection is not waited for: it closes when the
-    /// process ends.
-    fn wait_for_requests(&self, deadline: Instant) {
-        let busy = || self.lock().values().any(|entry| entry.in_request) || WORK_IN_PROGRESS.load(Ordering::SeqCst) > 0;
-        while busy() && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(20));
+    /// At the start of a drain: close every connection that waits for its client's next
+    /// request (or its first), so that the client sends it elsewhere. One with a request
+    /// on its way, or being answered, is left to finish (and closes after its answer).
+    fn close_idle(&self) {
+        for entry in self.lock().values() {
+            if matches!(entry.doing, Doing::New | Doing::Waiting) && !entry.in_request {
+                let _ = entry.socket.shutdown(Shutdown::Both);
+            }
         }
     }
 }
@@ -524,10 +579,13 @@ impl Ticket {
         self.update(|entry| (entry.doing, entry.since) = (Doing::Waiting, Instant::now()));
     }
 
-    /// The answer has been sent, or the connection ends: nothing here for a drain to
-    /// wait for.
-    fn request_done(&self) {
-        self.update(|entry| entry.in_request = false);
+    /// The answer has been sent: the connection waits for its client's next request.
+    /// `false` in a drain: the connection ends now. (Under the registry's lock, so that a
+    /// drain that begins just after finds it waiting, and closes it: `close_idle`.)
+    fn request_done(&self) -> bool {
+        let mut go_on = false;
+        self.update(|entry| (entry.in_request, go_on) = (false, !draining()));
+        go_on
     }
 
     fn update(&self, change: impl FnOnce(&mut Entry)) -> bool {
@@ -635,12 +693,11 @@ where
             ticket.answered();
         }
         let sent = send_answer(client, &head, response, config.request_timeout);
-        ticket.request_done();
-        if !sent || head.close || draining() {
-            return;
-        }
         if streamed {
             ticket.answered();
+        }
+        if !ticket.request_done() || !sent || head.close {
+            return;
         }
     }
 }

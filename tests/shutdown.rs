@@ -1,18 +1,24 @@
 //! The drain (the base, `src/http.rs`, "Stopping without dropping"), which no transcript
-//! can show: it begins with a signal. SIGTERM to a chapter's server:
-//! - every chapter's server, idle, exits 0 at once, with `--drain-secs 0` too;
-//! - `GET /ready` answers 200 while serving, and 503 from the start of the drain on a
-//!   connection still open; a new connection is refused;
+//! can show: it begins with a signal. SIGTERM (or SIGINT, Ctrl-C) to a chapter's server:
+//! - every chapter's server, idle, exits 0 at once, on either signal, and with
+//!   `--drain-secs 0` (chapter 7 on, where the flag is);
+//! - a kept-alive connection with no request on it is closed at the drain's start, and a
+//!   new connection is refused; a request already on its way is answered, `GET /ready`
+//!   with `503` and `Connection: close`;
 //! - a long call in progress (chapter 14 on) runs on to its result, and the server exits 0
 //!   after it, not before;
 //! - a call that would outlast `--drain-secs` ends with the drain's error at its deadline
-//!   (a call that waits for an answer that never comes: chapter 16 on, in a session);
+//!   (a call that waits for an answer that never comes: chapter 16 on, in a session); a
+//!   second signal then ends the process at once;
 //! - an open `subscriptions/listen` (chapter 17 on) ends at once with its result, and a
 //!   session's stream (GET) ends.
+//!
+//! (A chapter 19 task that the drain waits for: `tests/tasks.rs`.)
 #![cfg(unix)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_workbook::replay::{self, RunningServer};
@@ -32,6 +38,20 @@ fn terminate_and_wait(server: &mut RunningServer, binary: &str, within: Duration
     server.wait_for_exit(within).unwrap_or_else(|| panic!("{binary} still runs {within:?} after SIGTERM"))
 }
 
+/// Give the drain's watcher time to see the signal (it looks ten times a second).
+fn let_the_drain_begin() {
+    thread::sleep(Duration::from_millis(250));
+}
+
+/// Read `stream` to its end on a thread of its own, as a client does while the server
+/// drains: what came, `raw` first.
+fn read_to_end_meanwhile(mut stream: TcpStream, mut raw: Vec<u8>) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let _ = stream.read_to_end(&mut raw);
+        raw
+    })
+}
+
 /// The JSON-RPC messages of an event stream read raw (head and chunks included).
 fn messages(raw: &[u8]) -> Vec<Value> {
     let text = String::from_utf8_lossy(raw);
@@ -41,27 +61,26 @@ fn messages(raw: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-/// A `GET /ready` on `stream`, kept alive: the status and the body.
-fn ready(stream: &mut TcpStream) -> (u16, String) {
-    stream.write_all(b"GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").expect("the probe is sent");
-    let mut raw = Vec::new();
-    read_until(stream, &mut raw, "\r\n\r\n");
-    let head = String::from_utf8_lossy(&raw).into_owned();
-    let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_string))
-        .and_then(|length| length.trim().parse().ok())
-        .unwrap_or(0);
-    let at = raw.windows(4).position(|window| window == b"\r\n\r\n").expect("a head") + 4;
-    while raw.len() < at + length {
-        let mut buffer = [0; 256];
-        match stream.read(&mut buffer) {
-            Ok(0) | Err(_) => break,
-            Ok(read) => raw.extend_from_slice(&buffer[..read]),
+/// What the server said on its way out (the pipe may still be read for a moment).
+fn said_draining(server: &RunningServer) -> bool {
+    let said = Instant::now() + Duration::from_secs(1);
+    while !server.stderr().contains("http: draining") && Instant::now() < said {
+        thread::sleep(Duration::from_millis(10));
+    }
+    server.stderr().contains("http: draining")
+}
+
+#[test]
+fn every_chapter_exits_0_at_once_when_idle() {
+    for binary in &chapter_binaries_from(1) {
+        for signal in ["TERM", "INT"] {
+            let mut server = start(binary, &[]);
+            server.signal(signal).expect("the signal is sent");
+            let status = server.wait_for_exit(PROMPTLY).unwrap_or_else(|| panic!("{binary} still runs after {signal}"));
+            assert!(status.success(), "{binary}, SIG{signal}: {status}\n{}", server.stderr());
+            assert!(said_draining(&server), "{binary}: {}", server.stderr());
         }
     }
-    (status, String::from_utf8_lossy(&raw[at..]).into_owned())
 }
 
 #[test]
@@ -71,23 +90,6 @@ fn a_drain_of_no_seconds_still_ends() {
         let mut server = start(binary, &["--drain-secs", "0"]);
         let status = terminate_and_wait(&mut server, binary, PROMPTLY);
         assert!(status.success(), "{binary}: {status}\n{}", server.stderr());
-    }
-}
-
-#[test]
-fn every_chapter_exits_0_at_once_when_idle() {
-    for binary in &chapter_binaries_from(1) {
-        let mut server = start(binary, &[]);
-        let started = Instant::now();
-        let status = terminate_and_wait(&mut server, binary, PROMPTLY);
-        assert!(status.success(), "{binary}: {status}\n{}", server.stderr());
-        // What it said on its way out (the pipe may still be read for a moment).
-        let said = Instant::now() + Duration::from_secs(1);
-        while !server.stderr().contains("http: draining") && Instant::now() < said {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert!(server.stderr().contains("http: draining"), "{binary}: {}", server.stderr());
-        assert!(started.elapsed() < PROMPTLY, "{binary}");
     }
 }
 
@@ -104,25 +106,55 @@ fn long_call_under_way(address: SocketAddr) -> (TcpStream, Vec<u8>) {
 }
 
 #[test]
-fn a_call_in_progress_ends_with_its_result_and_readiness_turns_503() {
+fn a_call_in_progress_ends_with_its_result_and_idle_connections_close() {
     for binary in &chapter_binaries_from(14) {
         let mut server = start(binary, &[]);
-        let mut probe = TcpStream::connect(server.address).expect("the probe connects");
-        probe.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        assert_eq!(ready(&mut probe), (200, "ready\n".to_string()), "{binary}");
+        // A kept-alive connection, answered once and then idle.
+        let mut idle = TcpStream::connect(server.address).expect("it connects");
+        idle.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        idle.write_all(b"GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut answer = Vec::new();
+        read_until(&mut idle, &mut answer, "ready\n");
+        assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200 OK\r\n"), "{binary}");
 
-        let (mut call, mut raw) = long_call_under_way(server.address);
+        let (call, raw) = long_call_under_way(server.address);
+        let call = read_to_end_meanwhile(call, raw);
         server.terminate().expect("SIGTERM is sent");
-        std::thread::sleep(Duration::from_millis(150)); // the watcher looks ten times a second
-        // Draining: the open connection hears 503; a new one is refused.
-        assert_eq!(ready(&mut probe), (503, "draining\n".to_string()), "{binary}");
+        let_the_drain_begin();
+        // The idle connection is closed, before any request of its client's; a new one is refused.
+        let mut rest = Vec::new();
+        assert!(idle.read_to_end(&mut rest).is_ok() && rest.is_empty(), "{binary}: the idle connection stayed open");
         assert!(TcpStream::connect(server.address).is_err(), "{binary}: a new connection was accepted");
 
-        call.read_to_end(&mut raw).expect("the call's stream is read to its end");
-        let last = messages(&raw).pop().expect("at least one event");
+        let last = messages(&call.join().unwrap()).pop().expect("at least one event");
         assert_eq!(last["id"], 7, "{binary}: {last}");
         let text = last["result"]["content"][0]["text"].as_str().unwrap_or_default();
         assert!(text.starts_with("Payroll for 3 employees"), "{binary}: the call was cut: {last}");
+        let status = server.wait_for_exit(PROMPTLY).unwrap_or_else(|| panic!("{binary} still runs"));
+        assert!(status.success(), "{binary}: {status}");
+    }
+}
+
+#[test]
+fn a_request_on_its_way_is_answered_and_ready_turns_503() {
+    for binary in &chapter_binaries_from(1) {
+        let mut server = start(binary, &[]);
+        let mut probe = TcpStream::connect(server.address).expect("it connects");
+        probe.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // Half a head, then the drain, then the rest: the request had begun.
+        probe.write_all(b"GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+        thread::sleep(Duration::from_millis(100));
+        server.terminate().expect("SIGTERM is sent");
+        let_the_drain_begin();
+        probe.write_all(b"\r\n").unwrap();
+        let mut answer = Vec::new();
+        let _ = probe.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{binary}: {answer}");
+        assert!(
+            answer.contains("\r\nConnection: close\r\n") && answer.ends_with("\r\n\r\ndraining\n"),
+            "{binary}: {answer}"
+        );
         let status = server.wait_for_exit(PROMPTLY).unwrap_or_else(|| panic!("{binary} still runs"));
         assert!(status.success(), "{binary}: {status}");
     }
@@ -144,13 +176,13 @@ fn a_call_past_the_drain_deadline_ends_with_the_drains_error() {
             "{binary}: {}",
             String::from_utf8_lossy(&raw)
         );
+        let stream = read_to_end_meanwhile(stream, raw);
 
         let signalled = Instant::now();
-        let status = terminate_and_wait(&mut server, binary, Duration::from_secs(5));
+        let status = terminate_and_wait(&mut server, binary, Duration::from_secs(6));
         assert!(status.success(), "{binary}: {status}");
         assert!(signalled.elapsed() >= Duration::from_secs(1), "{binary}: exited before the drain's deadline");
-        stream.read_to_end(&mut raw).expect("the stream is read to its end");
-        let last = messages(&raw).pop().expect("at least one event");
+        let last = messages(&stream.join().unwrap()).pop().expect("at least one event");
         assert_eq!(last["id"], 5, "{binary}: {last}");
         assert_eq!(last["error"]["code"], -32603, "{binary}: {last}");
         assert_eq!(
@@ -158,6 +190,21 @@ fn a_call_past_the_drain_deadline_ends_with_the_drains_error() {
             "Internal error: the server is stopping, and the call did not end in time"
         );
     }
+}
+
+#[test]
+fn a_second_signal_ends_the_drain_at_once() {
+    let binary = &chapter_binaries_from(16)[0];
+    let mut server = start(binary, &[]);
+    let session = open_session(server.address, json!({ "elicitation": {} }));
+    let call = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": { "name": "approve_payroll" } });
+    let mut stream = replay::open(server.address, &post(Some(&session), &call)).expect("the call is sent");
+    read_until(&mut stream, &mut Vec::new(), "elicitation/create");
+    server.terminate().expect("SIGTERM is sent");
+    let_the_drain_begin();
+    assert!(server.wait_for_exit(Duration::from_millis(500)).is_none(), "{binary}: the call's drain did not hold it");
+    let status = terminate_and_wait(&mut server, binary, PROMPTLY);
+    assert!(!status.success(), "{binary}: the second SIGTERM drained again: {status}");
 }
 
 /// A 2026-07-28 `subscriptions/listen` for `payroll://last-run`, read up to its
@@ -182,21 +229,22 @@ fn listen(address: SocketAddr) -> (TcpStream, Vec<u8>) {
 fn a_listen_ends_with_its_result_and_a_sessions_stream_ends() {
     for binary in &chapter_binaries_from(17) {
         let mut server = start(binary, &[]);
-        let (mut listening, mut raw) = listen(server.address);
+        let (listening, raw) = listen(server.address);
+        let listening = read_to_end_meanwhile(listening, raw);
         let session = open_session(server.address, json!({}));
         let get = request("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &session)], "");
         let mut session_stream = replay::open(server.address, &get).expect("the GET is sent");
         let mut session_raw = Vec::new();
         read_until(&mut session_stream, &mut session_raw, "\r\n\r\n");
         assert!(String::from_utf8_lossy(&session_raw).starts_with("HTTP/1.1 200"), "{binary}");
+        let session_stream = read_to_end_meanwhile(session_stream, session_raw);
 
         let status = terminate_and_wait(&mut server, binary, PROMPTLY);
         assert!(status.success(), "{binary}: {status}");
-        listening.read_to_end(&mut raw).expect("the listen is read to its end");
-        let last = messages(&raw).pop().expect("at least the acknowledgment");
+        let last = messages(&listening.join().unwrap()).pop().expect("at least the acknowledgment");
         assert_eq!(last["id"], "l", "{binary}: the listen ended without its result: {last}");
         assert!(last.get("result").is_some(), "{binary}: {last}");
-        session_stream.read_to_end(&mut session_raw).expect("the session's stream ends");
+        let session_raw = session_stream.join().unwrap();
         assert!(String::from_utf8_lossy(&session_raw).ends_with("0\r\n\r\n"), "{binary}: not ended as a chunked body");
     }
 }

@@ -452,8 +452,6 @@ pub struct Detached {
     /// "The `notifications/cancelled` notification MUST NOT be used for task
     /// cancellation" (the tasks extension, Task Cancellation).
     _running: Running,
-    /// Held while it runs: a drain (SIGTERM) waits for it, as for a request.
-    _work: http::Work,
     server: Server,
 }
 
@@ -462,7 +460,7 @@ impl LongCall {
     /// any request: `None` when as many calls run as may.
     pub fn detach(self, id: &str, server: Server) -> Option<Detached> {
         let running = server.calls.start(&json!(id), false, None)?;
-        Some(Detached { long: self, _running: running, _work: http::Work::begin(), server })
+        Some(Detached { long: self, _running: running, server })
     }
 }
 

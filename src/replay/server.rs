@@ -106,9 +106,14 @@ impl RunningServer {
 
     /// Send the server SIGTERM, as a service manager does to stop it (`kill -TERM`).
     pub fn terminate(&self) -> io::Result<()> {
+        self.signal("TERM")
+    }
+
+    /// Send the server the signal `name` (`TERM`, `INT`: Ctrl-C), as `kill -NAME` does.
+    pub fn signal(&self, name: &str) -> io::Result<()> {
         let pid = self.pid().to_string();
-        let status = Command::new("kill").args(["-TERM", &pid]).status()?;
-        status.success().then_some(()).ok_or_else(|| io::Error::other(format!("kill -TERM {pid}: {status}")))
+        let status = Command::new("kill").args([&format!("-{name}"), &pid]).status()?;
+        status.success().then_some(()).ok_or_else(|| io::Error::other(format!("kill -{name} {pid}: {status}")))
     }
 
     /// Wait until the process ends, for `timeout` at most: its exit status, or `None`
