@@ -1,7 +1,7 @@
 //! The drain (the base, `src/http.rs`, "Stopping without dropping"), which no transcript
 //! can show: it begins with a signal. SIGTERM (or SIGINT, Ctrl-C) to a chapter's server:
 //! - every chapter's server, idle, exits 0 at once, on either signal, and with
-//!   `--drain-secs 0` (chapter 7 on, where the flag is);
+//!   `--drain-secs 0` or the largest number (chapter 7 on, where the flag is);
 //! - a kept-alive connection with no request on it is closed at the drain's start, and a
 //!   new connection is refused; a request already on its way is answered, `GET /ready`
 //!   with `503` and `Connection: close`;
@@ -84,12 +84,15 @@ fn every_chapter_exits_0_at_once_when_idle() {
 }
 
 #[test]
-fn a_drain_of_no_seconds_still_ends() {
-    // The watcher wakes the accept loop with a connection of its own, whatever the deadline.
+fn a_drain_of_no_seconds_or_of_ever_still_ends() {
+    // The watcher wakes the accept loop with a connection of its own, whatever the
+    // deadline; one past a day is a day (an `Instant` that far would overflow).
     for binary in &chapter_binaries_from(7) {
-        let mut server = start(binary, &["--drain-secs", "0"]);
-        let status = terminate_and_wait(&mut server, binary, PROMPTLY);
-        assert!(status.success(), "{binary}: {status}\n{}", server.stderr());
+        for seconds in ["0", &u64::MAX.to_string()] {
+            let mut server = start(binary, &["--drain-secs", seconds]);
+            let status = terminate_and_wait(&mut server, binary, PROMPTLY);
+            assert!(status.success(), "{binary} --drain-secs {seconds}: {status}\n{}", server.stderr());
+        }
     }
 }
 
