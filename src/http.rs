@@ -25,10 +25,10 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -141,6 +141,9 @@ pub struct Config {
     pub request_grace: Duration,
     /// The minimum rate, in bytes a second: see `request_grace`.
     pub min_bytes_per_second: u64,
+    /// How long a drain (SIGTERM, Ctrl-C: see [`serve`]) waits for the requests in
+    /// progress. Past it, what is left is cut and the server returns.
+    pub drain_timeout: Duration,
 }
 
 impl Default for Config {
@@ -153,13 +156,18 @@ impl Default for Config {
             request_timeout: Duration::from_secs(30),
             request_grace: Duration::from_secs(10),
             min_bytes_per_second: 500,
+            // Under the 30 seconds Kubernetes waits by default before it kills a pod
+            // that was told to stop; `docker stop` waits only 10 unless told more.
+            drain_timeout: Duration::from_secs(25),
         }
     }
 }
 // ANCHOR_END: config
 
 // ANCHOR: serve
-/// Listen on `bind` and answer every request with `handler`, forever.
+/// Listen on `bind` and answer every request with `handler`, until SIGTERM or SIGINT
+/// (Ctrl-C) starts a drain (see [`drain`]); then return once the requests in progress
+/// are answered, or at the drain's deadline.
 ///
 /// Once listening it prints one line with the real URL, so that a reader (or a
 /// test that asked for port 0) knows where to connect.
@@ -168,11 +176,16 @@ where
     H: Fn(&Request) -> Response + Send + Sync + 'static,
 {
     let listener = TcpListener::bind(bind)?;
+    // Before the line below: whoever reads it may stop the server at once.
+    drain_on_signals();
+    watch_for_drain(&listener, config.drain_timeout)?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
     serve_listener(listener, config, handler)
 }
 
 /// [`serve`] on a listener that is already bound (the tests bind port 0 themselves).
+/// Only [`serve`] listens for signals: in a test that serves on a listener of its own,
+/// Ctrl-C keeps its usual meaning, and the server runs until the test ends.
 pub fn serve_listener<H>(listener: TcpListener, config: Config, handler: H) -> io::Result<()>
 where
     H: Fn(&Request) -> Response + Send + Sync + 'static,
@@ -182,20 +195,13 @@ where
     let connections = Arc::new(Connections::default());
     // Every thread of a connection holds a slot: a door, or a refusal being sent.
     let threads = Arc::new(AtomicUsize::new(0));
-    loop {
-        let (client, peer) = match listener.accept() {
-            // Shared with the registry, which may shut it down to make room.
-            Ok((client, peer)) => (Arc::new(client), peer.ip()),
-            // Out of file descriptors, most likely: wait for some to close, never stop.
-            Err(error) => {
-                eprintln!("http: accept failed ({error}); retrying");
-                thread::sleep(Duration::from_millis(100));
-                continue;
-            }
-        };
+    // One connection, from its admission to its close, on a thread of its own.
+    let open_door = |client: TcpStream, peer: IpAddr| {
+        // Shared with the registry, which may shut it down to make room.
+        let client = Arc::new(client);
         let most = config.max_connections.saturating_add(THREADS_PAST_THE_CAP);
         if !wait_for_threads(&threads, most) {
-            continue; // so far past the cap that even a 503 costs too much: close
+            return; // so far past the cap that even a 503 costs too much: close
         }
         let slot = Slot::take(&threads);
         // A client whose request is already here is no silent newcomer: it must not
@@ -220,9 +226,216 @@ where
         if let Err(error) = spawned {
             eprintln!("http: no thread for a new connection ({error}); closed it");
         }
+    };
+    loop {
+        let accepted = listener.accept();
+        let drain = drain_deadline(); // looked at whatever `accept` gave, so nothing skips it
+        match accepted {
+            Ok((client, peer)) => open_door(client, peer.ip()),
+            // Out of file descriptors, most likely: wait for some to close, never stop.
+            Err(error) if drain.is_none() => {
+                eprintln!("http: accept failed ({error}); retrying");
+                thread::sleep(Duration::from_millis(100));
+            }
+            Err(_) => {}
+        }
+        if let Some(deadline) = drain {
+            // The connections the system has completed already are served, not reset; then
+            // no more: a new one is refused, and the balancer tries another server.
+            if listener.set_nonblocking(true).is_ok() {
+                for _ in 0..QUEUED_AT_MOST {
+                    let Ok((client, peer)) = listener.accept() else { break };
+                    let _ = client.set_nonblocking(false); // some systems pass it on
+                    open_door(client, peer.ip());
+                }
+            }
+            drop(listener);
+            STOPPED_ACCEPTING.store(true, Ordering::SeqCst);
+            connections.close_idle();
+            // Every connection closed, gently, and all `Work` done; or the deadline.
+            let busy = || threads.load(Ordering::SeqCst) > 0 || WORK_IN_PROGRESS.load(Ordering::SeqCst) > 0;
+            while busy() && Instant::now() < deadline + DRAIN_GRACE {
+                thread::sleep(Duration::from_millis(20));
+            }
+            return Ok(());
+        }
     }
 }
 // ANCHOR_END: serve
+
+// ANCHOR: drain
+// Stopping without dropping: a drain.
+//
+// A service manager, a container platform or a person at the terminal stops a server
+// with a signal: SIGTERM (systemd, Kubernetes, `docker stop`, `kill`) or SIGINT
+// (Ctrl-C). Killed at once, the server would cut every call in progress and every open
+// stream without its end. Instead, on either signal the server drains:
+// 1. it turns unready: it stops accepting connections (the ones already queued are
+//    served), so a load balancer sends new requests elsewhere, and `GET /ready` answers
+//    `503` on a connection still open;
+// 2. it closes every connection that waits for its client's next request, and answers
+//    the requests it has begun (an answer that starts now with `Connection: close`),
+//    closing each connection after its answer; a streamed answer learns of the drain
+//    from [`draining`] and [`drain_deadline`] and ends as its chapter says (a long call
+//    runs on to its result or the deadline, a listen ends now with its result);
+// 3. once every connection is closed and no [`Work`] runs, or at the deadline
+//    ([`Config::drain_timeout`], and `DRAIN_GRACE` for the last answers), [`serve`]
+//    returns: `main` returns, and the process exits 0. A second signal, once the drain
+//    has begun, stops the process at once, as the signal always did.
+
+/// Set by the signal handler. Storing to an atomic is about all that a signal handler
+/// may safely do: it interrupts the process anywhere, a lock or an allocation included.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// When the drain must end: set once, when the drain starts. `None` while serving.
+static DRAIN_DEADLINE: OnceLock<Instant> = OnceLock::new();
+
+/// Set by the accept loop once it has stopped listening: the watcher stops waking it.
+static STOPPED_ACCEPTING: AtomicBool = AtomicBool::new(false);
+
+/// The longest drain: a larger `drain_timeout` means "as long as it takes", which a
+/// day is, and an `Instant` that far ahead cannot overflow.
+const LONGEST_DRAIN: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// After the deadline, for the answers cut at it and the connections' gentle closes: a
+/// long call notices the deadline within 10 ms (`STOP_CHECK_INTERVAL`, chapter 14), a
+/// close takes up to 2 s (`close_gently`).
+const DRAIN_GRACE: Duration = Duration::from_secs(3);
+
+/// How often the drain's watcher looks for a signal, and wakes the accept loop.
+const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The most connections already queued when a drain begins that are taken and served
+/// (the system's queue holds 128 on Linux; more come only from clients still arriving).
+const QUEUED_AT_MOST: usize = 1024;
+
+/// Whether the server is draining: a stream that waits for events (a listen, a
+/// session's stream) ends now; work in progress goes on, until [`drain_deadline`].
+pub fn draining() -> bool {
+    DRAIN_DEADLINE.get().is_some()
+}
+
+/// When the drain ends, if one has started: the latest a call in progress may run.
+pub fn drain_deadline() -> Option<Instant> {
+    DRAIN_DEADLINE.get().copied()
+}
+
+/// Have SIGTERM and SIGINT start a drain instead of ending the process, unless the
+/// process was started with the signal ignored (a background job ignores Ctrl-C), which
+/// stays ignored. `signal` is the C library's, which every Rust program links already;
+/// declaring it here spares a crate for these lines. On Linux and macOS the handler stays
+/// and `accept` is resumed after it (BSD semantics); POSIX leaves `signal` unspecified in
+/// a program with threads, which is why a portable one uses `sigaction` (or a crate such
+/// as `signal-hook`). Windows never sends SIGTERM: there only Ctrl-C drains.
+fn drain_on_signals() {
+    extern "C" fn on_signal(_signal: i32) {
+        SIGNALLED.store(true, Ordering::SeqCst);
+    }
+    let handler: extern "C" fn(i32) = on_signal;
+    for number in [SIGINT, SIGTERM] {
+        // SAFETY: a valid signal number, and a handler that only stores to an atomic,
+        // which is async-signal-safe; an ignored signal is put back as it was.
+        unsafe {
+            if signal(number, handler as usize) == SIG_IGN {
+                signal(number, SIG_IGN);
+            }
+        }
+    }
+}
+
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
+/// The default action of a signal: for these two, ending the process.
+const SIG_DFL: usize = 0;
+/// The signal is ignored.
+const SIG_IGN: usize = 1;
+
+unsafe extern "C" {
+    /// C's `signal(2)`: set the handler of a signal (a function, `SIG_DFL` or `SIG_IGN`),
+    /// and give the one it had.
+    fn signal(signal: i32, handler: usize) -> usize;
+}
+
+/// Start the thread that turns a signal into a drain. The accept loop sleeps in
+/// `accept`, which a signal does not end (the standard library tries again), so the
+/// watcher wakes it with a connection of its own, again each time it looks, until the
+/// loop has stopped listening (a wake-up may be dropped past the thread cap).
+fn watch_for_drain(listener: &TcpListener, drain_timeout: Duration) -> io::Result<()> {
+    let address = listener.local_addr()?;
+    let (port, ip) = (address.port(), address.ip());
+    // Bound to every address (0.0.0.0 or [::]): a loopback one is among them, and [::]
+    // takes IPv4 too, should ::1 be switched off.
+    let wake_at: Vec<SocketAddr> = match ip {
+        IpAddr::V4(any) if any.is_unspecified() => vec![(Ipv4Addr::LOCALHOST, port).into()],
+        IpAddr::V6(any) if any.is_unspecified() => {
+            vec![(Ipv6Addr::LOCALHOST, port).into(), (Ipv4Addr::LOCALHOST, port).into()]
+        }
+        _ => vec![address],
+    };
+    thread::Builder::new().name("drain".into()).spawn(move || {
+        while !SIGNALLED.load(Ordering::SeqCst) {
+            thread::sleep(SIGNAL_CHECK_INTERVAL);
+        }
+        // First, before anything that could fail: a second signal ends the process, as
+        // it always did (or stays ignored, if it was).
+        for number in [SIGINT, SIGTERM] {
+            // SAFETY: as in `drain_on_signals`; the default action needs no handler.
+            unsafe {
+                if signal(number, SIG_DFL) == SIG_IGN {
+                    signal(number, SIG_IGN);
+                }
+            }
+        }
+        let drain_timeout = drain_timeout.min(LONGEST_DRAIN);
+        DRAIN_DEADLINE.get_or_init(|| Instant::now() + drain_timeout);
+        eprintln!("http: draining: no new connections; {} s for the requests in progress", drain_timeout.as_secs());
+        while !STOPPED_ACCEPTING.load(Ordering::SeqCst) {
+            let _ = wake_at.iter().find(|at| TcpStream::connect_timeout(at, Duration::from_secs(1)).is_ok());
+            thread::sleep(SIGNAL_CHECK_INTERVAL);
+        }
+    })?;
+    Ok(())
+}
+
+/// Work that a drain waits for, besides the requests in progress: work that runs apart
+/// from any request (chapter 19's tasks) holds a `Work` while it runs.
+#[allow(dead_code)] // a server whose work all runs in its requests has no use for it
+pub struct Work(());
+
+static WORK_IN_PROGRESS: AtomicUsize = AtomicUsize::new(0);
+
+#[allow(dead_code)]
+impl Work {
+    pub fn begin() -> Work {
+        WORK_IN_PROGRESS.fetch_add(1, Ordering::SeqCst);
+        Work(())
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        WORK_IN_PROGRESS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Where a load balancer asks whether to send this server requests: `200` while it
+/// serves, `503` from the start of a drain. The base answers it, before the chapter's
+/// handler and its checks (a balancer's probe carries no token), with nothing but that.
+pub const READY_PATH: &str = "/ready";
+
+fn is_readiness_probe(request: &Request) -> bool {
+    request.path == READY_PATH && matches!(request.method.as_str(), "GET" | "HEAD")
+}
+
+fn readiness() -> Response {
+    let answer = if draining() {
+        Response::empty(503).with_body(b"draining\n".to_vec())
+    } else {
+        Response::empty(200).with_body(b"ready\n".to_vec())
+    };
+    answer.with_header("Content-Type", "text/plain")
+}
+// ANCHOR_END: drain
 
 /// How many threads past the cap may run: doors closed to make room, on their way
 /// out, and newcomers told `503` (each on a thread that lives a second or two, to
@@ -282,6 +495,9 @@ struct Entry {
     socket: Arc<TcpStream>,
     doing: Doing,
     since: Instant,
+    /// A request has begun to arrive and is not answered yet: a drain does not close the
+    /// connection under it.
+    in_request: bool,
 }
 
 /// What a door is doing, in the order doors are closed to make room: first one that
@@ -321,8 +537,20 @@ impl Connections {
             let _ = closed.socket.shutdown(Shutdown::Both);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        open.insert(id, Entry { socket: socket.clone(), doing, since: Instant::now() });
+        let in_request = doing == Doing::Waiting; // the request is already here
+        open.insert(id, Entry { socket: socket.clone(), doing, since: Instant::now(), in_request });
         Some(Ticket { connections: self.clone(), id })
+    }
+
+    /// At the start of a drain: close every connection that waits for its client's next
+    /// request (or its first), so that the client sends it elsewhere. One with a request
+    /// on its way, or being answered, is left to finish (and closes after its answer).
+    fn close_idle(&self) {
+        for entry in self.lock().values() {
+            if matches!(entry.doing, Doing::New | Doing::Waiting) && !entry.in_request {
+                let _ = entry.socket.shutdown(Shutdown::Both);
+            }
+        }
     }
 }
 
@@ -340,9 +568,24 @@ impl Ticket {
         self.update(|entry| entry.doing = doing)
     }
 
+    /// A request has begun to arrive: the client is no longer silent, and a drain waits
+    /// for its answer.
+    fn request_begun(&self) {
+        self.update(|entry| (entry.doing, entry.in_request) = (Doing::Waiting, true));
+    }
+
     /// The door has answered a request: it waits for its client again, from now.
     fn answered(&self) {
         self.update(|entry| (entry.doing, entry.since) = (Doing::Waiting, Instant::now()));
+    }
+
+    /// The answer has been sent: the connection waits for its client's next request.
+    /// `false` in a drain: the connection ends now. (Under the registry's lock, so that a
+    /// drain that begins just after finds it waiting, and closes it: `close_idle`.)
+    fn request_done(&self) -> bool {
+        let mut go_on = false;
+        self.update(|entry| (entry.in_request, go_on) = (false, !draining()));
+        go_on
     }
 
     fn update(&self, change: impl FnOnce(&mut Entry)) -> bool {
@@ -427,10 +670,21 @@ where
         // to the next request. (Chapter 5 catches tool panics earlier, so that the
         // client gets a JSON-RPC error with its id.)
         let call = || catch_unwind(AssertUnwindSafe(|| handler(&request))).unwrap_or_else(|_| Response::empty(500));
-        let Some(response) = workers.run(Instant::now() + config.request_timeout, call) else {
-            return refuse(client, Refusal::new(503, "Service Unavailable: every worker is busy; try again shortly"));
+        let response = if is_readiness_probe(&request) {
+            readiness() // answered by the base, without a worker's turn
+        } else {
+            let Some(response) = workers.run(Instant::now() + config.request_timeout, call) else {
+                return refuse(
+                    client,
+                    Refusal::new(503, "Service Unavailable: every worker is busy; try again shortly"),
+                );
+            };
+            response
         };
         drop(request); // done with: a client slow to read its answer holds the answer only
+        // In a drain, this answer is the connection's last (checked again once a stream
+        // has ended: the drain may have begun while it ran).
+        head.close |= draining();
         // An answer written at once is the client's to take: one that does not read it
         // waits like one that does not send. A streamed answer is the server's work
         // until it ends (a long call's progress, a session's stream).
@@ -438,11 +692,12 @@ where
         if !streamed {
             ticket.answered();
         }
-        if !send_answer(client, &head, response, config.request_timeout) || head.close {
-            return;
-        }
+        let sent = send_answer(client, &head, response, config.request_timeout);
         if streamed {
             ticket.answered();
+        }
+        if !ticket.request_done() || !sent || head.close {
+            return;
         }
     }
 }
@@ -461,7 +716,7 @@ fn next_request(
         Ok([]) | Err(_) => return Ok(None),
         Ok(_) => {}
     }
-    ticket.doing(Doing::Waiting); // no longer silent, if it was new
+    ticket.request_begun();
     let deadline = Instant::now() + config.request_timeout;
     from_client.get_mut().arriving = Some(Arrival::new(deadline));
     let head = parse_head(&read_head(from_client)?)?;

@@ -9,7 +9,8 @@
 //!   server and across two;
 //! - without authorization a task is anyone's who holds its id: the id is the bearer
 //!   token the extension allows;
-//! - a refused call leaves no task behind: it takes no place in the caller's bound.
+//! - a refused call leaves no task behind: it takes no place in the caller's bound;
+//! - a drain (SIGTERM: the base) waits for a task's work, as for a request.
 
 use std::net::SocketAddr;
 use std::thread;
@@ -109,6 +110,23 @@ fn a_task_is_stopped_at_half_its_time_to_live_and_forgotten_at_the_whole() {
         assert!(ended["result"].get("result").is_none(), "{binary}: a failed task carries no result: {ended}");
         thread::sleep(Duration::from_secs(2).saturating_sub(started.elapsed()) + Duration::from_millis(100));
         assert_eq!(get(server.address, &id)["error"]["message"], NOT_FOUND, "{binary}: the record outlived its ttl");
+    }
+}
+
+#[test]
+fn a_drain_waits_for_the_work_of_a_task() {
+    for binary in with_tasks() {
+        // The work of an approval waits for an answer that never comes, for 2 s (half
+        // the time to live); the drain's own deadline is 25 s.
+        let mut server = start(&binary, &["--task-ttl-secs", "4"]);
+        let asked = Instant::now(); // the work's 2 s begin after this
+        let id = new_task(server.address, "approve_payroll");
+        let waiting = until_ended(server.address, &id, Duration::from_millis(500));
+        assert_eq!(waiting["result"]["status"], "input_required", "{binary}: {waiting}");
+        server.terminate().expect("SIGTERM is sent");
+        let status = server.wait_for_exit(Duration::from_secs(6)).unwrap_or_else(|| panic!("{binary} still runs"));
+        assert!(status.success(), "{binary}: {status}");
+        assert!(asked.elapsed() >= Duration::from_secs(2), "{binary}: exited before the task's work ended");
     }
 }
 

@@ -19,6 +19,7 @@ use std::io::{self, BufRead, Write};
 use std::net::ToSocketAddrs;
 use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
 
 use clap::Parser;
 use mcp_workbook::http::{self, Config, Request, Response};
@@ -48,6 +49,10 @@ struct Args {
     /// the newcomer answered 503.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections: usize,
+    /// On SIGTERM or Ctrl-C, how long the requests in progress may take to finish,
+    /// while no new connection is accepted and `GET /ready` answers 503 (a drain).
+    #[arg(long, value_name = "SECONDS", default_value_t = Config::default().drain_timeout.as_secs())]
+    drain_secs: u64,
     /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
     /// name a reverse proxy forwards. localhost, 127.0.0.1 and [::1] always work.
     #[arg(long = "allowed-host", value_name = "NAME")]
@@ -64,7 +69,7 @@ struct Args {
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
-    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "max_connections", "allowed_hosts", "allowed_origins", "token"])]
+    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "max_connections", "drain_secs", "allowed_hosts", "allowed_origins", "token"])]
     stdio: bool,
 }
 
@@ -78,6 +83,7 @@ fn main() -> std::io::Result<()> {
         workers,
         max_body_bytes: args.max_body_bytes,
         max_connections: args.max_connections,
+        drain_timeout: Duration::from_secs(args.drain_secs),
         ..Config::default()
     };
     // The tools are built once, from the flags; every request reads the same list.

@@ -5,10 +5,11 @@
 use std::io::{self, BufRead, BufReader};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use super::TIMEOUT;
 
@@ -101,6 +102,31 @@ impl RunningServer {
     /// Everything the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// Send the server SIGTERM, as a service manager does to stop it (`kill -TERM`).
+    pub fn terminate(&self) -> io::Result<()> {
+        self.signal("TERM")
+    }
+
+    /// Send the server the signal `name` (`TERM`, `INT`: Ctrl-C), as `kill -NAME` does.
+    pub fn signal(&self, name: &str) -> io::Result<()> {
+        let pid = self.pid().to_string();
+        let status = Command::new("kill").args([&format!("-{name}"), &pid]).status()?;
+        status.success().then_some(()).ok_or_else(|| io::Error::other(format!("kill -{name} {pid}: {status}")))
+    }
+
+    /// Wait until the process ends, for `timeout` at most: its exit status, or `None`
+    /// while it still runs.
+    pub fn wait_for_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
+                _ => return None,
+            }
+        }
     }
 }
 

@@ -20,6 +20,12 @@ of the starter changes on the wire. Standard library only (and bench/crowd.py's 
                                         opened on each instance
     proxy_checks.py gone URL SESSION    a request in a session whose instance has stopped
                                         is answered 404 (by the other instance)
+    proxy_checks.py drain URL --pid P --prefix PREFIX
+                                        SIGTERM to the instance P (its sessions begin with
+                                        PREFIX) while it runs calls and holds a listen:
+                                        each call ends with its result or the drain's
+                                        error, the listen with its result, P exits 0, and
+                                        every request sent meanwhile is answered
 
 Exit code 0 when the check holds; 1, with what was seen, when it does not.
 """
@@ -29,8 +35,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import resource
+import signal
 import socket
 import sys
 import threading
@@ -129,6 +137,152 @@ def gone(url: str, session: str) -> bool:
             answer += chunk
     print(f"session {session!r} -> {answer.decode(errors='replace')}")
     return bool(session) and answer[9:12] == b"404"
+
+
+def send(url: str, body: dict, headers: dict[str, str]) -> socket.socket:
+    """One POST with these headers on a new connection: the socket, the request sent."""
+    data = json.dumps(body).encode()
+    lines = [f"POST {urlsplit(url).path} HTTP/1.1", "Host: localhost", "Content-Type: application/json",
+             "Accept: application/json, text/event-stream", f"Content-Length: {len(data)}", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    connection = socket.create_connection(address_of(url), timeout=30)
+    connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
+    return connection
+
+
+def read_until(connection: socket.socket, answer: bytearray, needle: bytes, seconds: float) -> bool:
+    """Read into `answer` until it holds `needle`, the connection ends, or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while needle not in answer and time.monotonic() < deadline:
+        connection.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = connection.recv(65536)
+        except (TimeoutError, socket.timeout):
+            break
+        if not chunk:
+            break
+        answer += chunk
+    return needle in answer
+
+
+def last_message(answer: bytes) -> dict:
+    """The last JSON-RPC message of an event stream, or of a JSON answer."""
+    body = answer.split(b"\r\n\r\n", 1)[-1].decode(errors="replace")
+    found = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+    return found[-1] if found else {}
+
+
+MODERN = {"MCP-Protocol-Version": "2026-07-28"}
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def session_on(url: str, prefix: str, capabilities: dict) -> str:
+    """A handshake-era session opened through the proxy on the instance whose ids begin
+    with `prefix` (sessions are opened until one is): its id."""
+    for _ in range(10):
+        params = {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "drain", "version": "1"}}
+        with send(url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}, {}) as connection:
+            answer = bytearray()
+            read_until(connection, answer, b"\x00", 10)
+        found = re.search(rb"(?im)^mcp-session-id: *(\S+)", bytes(answer))
+        if found and found.group(1).decode().startswith(prefix):
+            session = found.group(1).decode()
+            headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+            with send(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers) as connection:
+                read_until(connection, bytearray(), b"\x00", 10)
+            return session
+    raise SystemExit(f"FAIL no session opened on the instance {prefix}")
+
+
+def exited(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def drain(url: str, pid: int, prefix: str, drain_secs: float) -> bool:
+    """SIGTERM to one of two instances behind the proxy, while it runs a long call that
+    finishes (run_payroll), a call that waits for an answer that never comes
+    (approve_payroll, asking in its session), and one of two listens (the proxy sends two
+    in a row to each instance once): each call ends with its result or the drain's error,
+    the listen on that instance ends with its result, the one on the other instance stays
+    open, the instance exits within its drain, and every request sent through the proxy
+    meanwhile, and after, is answered."""
+    fine = True
+    paying = session_on(url, prefix, {})
+    asking = session_on(url, prefix, {"elicitation": {}})
+    in_session = lambda session: {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    payroll = send(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                         "params": {"name": "run_payroll", "arguments": {}, "_meta": {"progressToken": "p"}}},
+                   in_session(paying))
+    approval = send(url, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                          "params": {"name": "approve_payroll", "arguments": {}}}, in_session(asking))
+    listens = []
+    for number in (1, 2):
+        params = {"_meta": META, "notifications": {"resourceSubscriptions": ["payroll://last-run"]}}
+        listen = send(url, {"jsonrpc": "2.0", "id": f"listen-{number}", "method": "subscriptions/listen", "params": params},
+                      MODERN | {"Mcp-Method": "subscriptions/listen"})
+        listens.append((listen, bytearray()))
+    answers = {name: bytearray() for name in ("payroll", "approval")}
+    fine &= read_until(payroll, answers["payroll"], b'"progress":1', 10)
+    fine &= read_until(approval, answers["approval"], b"elicitation/create", 10)
+    for listen, answer in listens:
+        fine &= read_until(listen, answer, b"acknowledged", 10)
+    if not fine:
+        print("FAIL the calls and listens did not start:", answers, [bytes(a) for _, a in listens])
+        return False
+
+    os.kill(pid, signal.SIGTERM)
+    signalled = time.monotonic()
+    # Requests sent while the instance drains, through the proxy: each is answered.
+    statuses = []
+    for number in range(6):
+        listing = {"jsonrpc": "2.0", "id": 10 + number, "method": "tools/list", "params": {"_meta": META}}
+        with send(url, listing, MODERN | {"Mcp-Method": "tools/list"}) as connection:
+            answer = bytearray()
+            read_until(connection, answer, b"\x00", 10)
+        statuses.append(bytes(answer[9:12]).decode())
+        time.sleep(0.1)
+    for name, connection in (("payroll", payroll), ("approval", approval)):
+        read_until(connection, answers[name], b"\x00", drain_secs + 5)
+        connection.close()
+    ended = [read_until(listen, answer, b'"resultType":"complete"', 3) for listen, answer in listens]
+    for listen, _ in listens:
+        listen.close()
+    gone = exited(pid, drain_secs + 5)
+    took = time.monotonic() - signalled
+    paid, refused = last_message(bytes(answers["payroll"])), last_message(bytes(answers["approval"]))
+    print(f"tools/list through the proxy during the drain: {statuses}")
+    print(f"run_payroll ended with: {json.dumps(paid)[:160]}")
+    print(f"approve_payroll ended with: {json.dumps(refused)[:200]}")
+    print(f"listens ended with their result: {ended}; the instance exited after {took:.1f} s: {gone}")
+    fine = (
+        statuses == ["200"] * 6
+        and str(paid.get("result", {}).get("content", [{}])[0].get("text", "")).startswith("Payroll for 3")
+        and refused.get("error", {}).get("message", "").endswith("the server is stopping, and the call did not end in time")
+        and sorted(ended) == [False, True]
+        and gone
+        and took >= drain_secs - 0.5
+    )
+    # After it: the proxy sends everything to the instance that is left.
+    after = []
+    for number in range(4):
+        listing = {"jsonrpc": "2.0", "id": 20 + number, "method": "tools/list", "params": {"_meta": META}}
+        with send(url, listing, MODERN | {"Mcp-Method": "tools/list"}) as connection:
+            answer = bytearray()
+            read_until(connection, answer, b"\x00", 10)
+        after.append(bytes(answer[9:12]).decode())
+    print(f"tools/list through the proxy after it exited: {after}")
+    fine &= after == ["200"] * 4
+    if not fine:
+        print("FAIL expected every tools/list answered 200, run_payroll's result, approve_payroll's drain error, "
+              "the one listen on the stopped instance ended with its result, and the instance gone after its drain")
+    return fine
 
 
 def load_crowd():
@@ -256,6 +410,11 @@ def main() -> None:
     p = sub.add_parser("gone")
     p.add_argument("url")
     p.add_argument("session")
+    p = sub.add_parser("drain")
+    p.add_argument("url")
+    p.add_argument("--pid", type=int, required=True, help="the instance to stop")
+    p.add_argument("--prefix", required=True, help="the start of its session ids (--session-prefix)")
+    p.add_argument("--drain-secs", type=float, required=True, help="its --drain-secs")
     p = sub.add_parser("spread")
     p.add_argument("log")
     p.add_argument("--asking", default="approve_payroll")
@@ -271,6 +430,8 @@ def main() -> None:
         fine = crowd(args.url, args.pid, args.seconds, args.count)
     elif args.check == "gone":
         fine = gone(args.url, args.session)
+    elif args.check == "drain":
+        fine = drain(args.url, args.pid, args.prefix, args.drain_secs)
     elif args.check == "spread":
         fine = spread(args.log, args.asking)
     else:
