@@ -469,9 +469,21 @@ fn split_url(url: &str) -> (&str, &str) {
     (&url[..start], path.trim_end_matches('/'))
 }
 
-/// A text inside a quoted-string of a header: no `"` or `\` to end it early.
+/// A text inside a quoted-string of a header, `error_description`'s: cut as `echo`
+/// cuts, but with `...`, and in the characters RFC 6750 (section 3) allows there, the
+/// visible ASCII and the space, without `"` or `\` (either would end it early). Anything
+/// else, `echo`'s `…` included, would make the header invalid, and the answer a `500`.
 fn quoted(text: &str) -> String {
-    echo(text).replace(['"', '\\'], "'")
+    let visible = |character: char| matches!(character, ' '..='~') && !matches!(character, '"' | '\\');
+    let cut = echo(text).replace('…', "...");
+    cut.chars().map(|character| if visible(character) { character } else { '\'' }).collect()
+}
+
+#[test]
+fn a_description_of_any_length_or_text_makes_a_valid_header() {
+    let long = "this request needs the scopes mcp:read payroll:run reports:export invoices:write ledger:close";
+    assert_eq!(quoted(long), format!("{}...", &long[..80]));
+    assert_eq!(quoted(r#"a "quoted" \path, naïve"#), "a 'quoted' 'path, na've");
 }
 
 fn status_word(status: u16) -> &'static str {

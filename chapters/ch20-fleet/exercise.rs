@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::authorization::Caller;
+use crate::http;
 use crate::input_required::{MISSING_CLIENT_CAPABILITY, now_secs, parse_state_key, random_key, siphash_2_4};
 use crate::jsonrpc::RpcError;
 use crate::listen::Listeners;
@@ -232,10 +233,13 @@ impl Tasks {
         // ANCHOR_END: record
         drop(held);
         let worker_id = id.clone();
+        // A drain (SIGTERM: the base) waits for the work, its end recorded, as for a request.
+        let work = http::Work::begin();
         let spawned = thread::Builder::new().name("task".into()).spawn(move || {
             let mut outlet = TaskOutlet { tasks: self, id: worker_id.clone(), listeners: server.listeners };
             let outcome = detached.run(&mut outlet, self.ttl / 2);
             self.end(&worker_id, outcome, server.listeners);
+            drop(work);
         });
         // No thread, no task: its record goes, and the call runs as an ordinary one.
         if spawned.is_err() {

@@ -266,7 +266,7 @@ pub fn listen_over_http(
         // notification on the subscription before it").
         let acknowledged = writer.send(&event(acknowledgment.to_string().as_bytes())).is_ok();
         // Its sender is in the list while the subscription is open: `Disconnected` never
-        // comes, and the stream ends by time or by the client.
+        // comes, and the stream ends by time, by the client, or by a drain.
         if acknowledged && (honours_nothing || relay(writer, &messages, lasts).time_up()) {
             let _ = writer.send(&event(&closed(&id, listening.info)));
         }

@@ -84,7 +84,6 @@ use resources::{Resource, ResourceContents, ResourceTemplate, base64};
 use router::Catalog;
 use stdio::serve_stdio;
 use streaming::{Call, Calls};
-use subscriptions::MAX_SUBSCRIPTIONS;
 use tools::{Run, Tool};
 
 // ===========================================================================
@@ -903,6 +902,10 @@ struct Args {
     /// client; only when every one is being served is the newcomer answered 503.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections: usize,
+    /// On SIGTERM or Ctrl-C, how long the requests in progress may take to finish,
+    /// while no new connection is accepted and `GET /ready` answers 503 (a drain).
+    #[arg(long, value_name = "SECONDS", default_value_t = Config::default().drain_timeout.as_secs())]
+    drain_secs: u64,
     /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
     /// name a reverse proxy forwards. localhost, 127.0.0.1 and [::1] always work.
     #[arg(long = "allowed-host", value_name = "NAME")]
@@ -939,19 +942,13 @@ struct Args {
     // Where the state instances share is kept (chapter 20): store.rs's flags.
     #[command(flatten)]
     store: store::StoreFlags,
-    /// Streams open at once, of each kind (chapter 17: a session's GET, a `subscriptions/listen`);
-    /// one more is 503. Each holds a thread and a connection, `MAX_STREAM_TIME` at most:
-    /// keep it well below `--max-connections`, so that streams cannot take every connection.
-    #[arg(long, value_name = "N", default_value_t = 64)]
-    max_streams: usize,
-    /// For tests: the most resources one session (or listen) may subscribe to at once
-    /// (`MAX_SUBSCRIPTIONS` unless given), so that a test reaches it with the few here.
-    #[arg(long, value_name = "N", default_value_t = MAX_SUBSCRIPTIONS, hide = true)]
-    max_subscriptions: usize,
+    // How many streams may be open, and what they may hear (chapter 17): subscriptions.rs's flags.
+    #[command(flatten)]
+    streams: subscriptions::StreamFlags,
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
-    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "max_connections", "allowed_hosts", "allowed_origins", "token", "authorization_server"])]
+    #[arg(long, conflicts_with_all = ["bind", "max_body_bytes", "workers", "max_connections", "drain_secs", "allowed_hosts", "allowed_origins", "token", "authorization_server"])]
     stdio: bool,
 }
 
@@ -962,6 +959,7 @@ fn main() -> std::io::Result<()> {
         workers,
         max_body_bytes: args.max_body_bytes,
         max_connections: args.max_connections,
+        drain_timeout: Duration::from_secs(args.drain_secs),
         ..Config::default()
     };
     // The catalog is built once, from the flags, and lives as long as the process (`leak`):
@@ -975,8 +973,8 @@ fn main() -> std::io::Result<()> {
         completions,
         asking: AskingTool { name: APPROVE_PAYROLL, question: approval_question, decide: payroll_if_approved },
         calls: Calls::new(args.max_running_calls),
-        sessions: args.sessions.sessions(args.stdio, args.max_streams, args.max_subscriptions),
-        listeners: Listeners::new(args.max_streams, args.max_subscriptions),
+        sessions: args.sessions.sessions(args.stdio, args.streams.max_streams, args.streams.max_subscriptions),
+        listeners: Listeners::new(args.streams.max_streams, args.streams.max_subscriptions),
         tasks: args.tasks.tasks(),
         store: args.store.store(args.state.max_used_states).map_err(std::io::Error::other)?,
     }));

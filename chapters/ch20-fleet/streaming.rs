@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::framing::{Format, event, write_line};
-use crate::http::{BodyWriter, Response};
+use crate::http::{self, BodyWriter, Response};
 use crate::jsonrpc::{RpcError, echo, notification, reply};
 use crate::listen::Listeners;
 use crate::mcp::{DEFAULT_LOG_LEVEL, Level, ServerInfo, ToolResult, lock, run_tool};
@@ -125,8 +125,24 @@ impl<'a> Call<'a> {
         self.timed_out() || self.saw_cancel
     }
 
+    /// Whether the call's time is up: its own, or the server's, when a drain (SIGTERM,
+    /// the base's `drain_deadline`) ends sooner.
     fn timed_out(&self) -> bool {
-        Instant::now() >= self.deadline
+        let drain = http::drain_deadline().unwrap_or(self.deadline);
+        Instant::now() >= self.deadline.min(drain)
+    }
+
+    /// The error a call whose time is up ends with.
+    fn time_up(&self) -> RpcError {
+        match http::drain_deadline() {
+            Some(drain) if drain < self.deadline => {
+                RpcError::internal_error("the server is stopping, and the call did not end in time")
+            }
+            _ => {
+                let seconds = MAX_CALL_TIME.as_secs();
+                RpcError::internal_error(&format!("the call took longer than {seconds} s, and was stopped"))
+            }
+        }
     }
 }
 
@@ -380,12 +396,7 @@ fn finish_long_call(
     if call.outlet.cancelled() {
         return None;
     }
-    let outcome = if call.timed_out() {
-        let seconds = MAX_CALL_TIME.as_secs();
-        Err(RpcError::internal_error(&format!("the call took longer than {seconds} s, and was stopped")))
-    } else {
-        result
-    };
+    let outcome = if call.timed_out() { Err(call.time_up()) } else { result };
     let outcome = match long.era {
         Era::Modern => outcome.map(|result| complete(result, server.info, None)),
         Era::Handshake => outcome,
@@ -470,6 +481,10 @@ impl Detached {
             return None;
         }
         if call.timed_out() {
+            // Stopped by a drain, the server's error; else the task's own time was up.
+            if http::drain_deadline().is_some_and(|drain| drain < call.deadline) {
+                return Some(Err(call.time_up()));
+            }
             let seconds = time.as_secs();
             return Some(Err(RpcError::internal_error(&format!(
                 "the task took longer than {seconds} s, and was stopped"

@@ -15,11 +15,27 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::framing::{allows_event_stream, event, write_line};
-use crate::http::{BodyWriter, Request, Response};
+use crate::http::{self, BodyWriter, Request, Response};
 use crate::jsonrpc::{RpcError, notification, refusal, reply};
 use crate::mcp::lock;
 use crate::resources::{Resource, ResourceTemplate, find_resource, resource_uri};
 use crate::sessions::{Session, SessionStream, Sessions, session_not_found};
+
+/// This piece's flags, which `main.rs` takes in with its own (`#[command(flatten)]`).
+#[derive(clap::Args)]
+pub struct StreamFlags {
+    /// Streams open at once, of each kind (a GET in a session, where it hears of the
+    /// resources it subscribed to; a `subscriptions/listen`); one more is 503. Each holds
+    /// a thread and a connection while it is open, `MAX_STREAM_TIME` at most: keep it well
+    /// below `--max-connections`, so that streams cannot take every connection.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_streams: usize,
+    /// For tests: the most resources one session (or one listen) may subscribe to at once
+    /// (`MAX_SUBSCRIPTIONS` unless given), so that a test can reach it with the few
+    /// resources this server offers.
+    #[arg(long, value_name = "N", default_value_t = MAX_SUBSCRIPTIONS, hide = true)]
+    pub max_subscriptions: usize,
+}
 
 // ANCHOR: subscriptions
 /// The most resources one session may subscribe to at once, unless `--max-subscriptions`
@@ -208,7 +224,8 @@ pub fn open_stream(request: &Request, sessions: &'static Sessions, lasts: Durati
 /// How a stream's relay ended.
 #[derive(PartialEq)]
 pub enum Relayed {
-    /// Its time passed.
+    /// Its time passed, or the server is stopping (a drain, the base's `draining`):
+    /// the stream ends as at its time, a listen with its result.
     TimeUp,
     /// The client has gone.
     ClientGone,
@@ -228,6 +245,9 @@ impl Relayed {
 pub fn relay(writer: &mut BodyWriter, messages: &mpsc::Receiver<Value>, lasts: Duration) -> Relayed {
     let until = Instant::now() + lasts;
     while let Some(left) = until.checked_duration_since(Instant::now()).filter(|left| !left.is_zero()) {
+        if http::draining() {
+            break; // a stream waits for what may never come: it ends now, not at the deadline
+        }
         match messages.recv_timeout(left.min(LISTEN_CHECK_INTERVAL)) {
             Ok(message) => {
                 if writer.send(&event(message.to_string().as_bytes())).is_err() {
