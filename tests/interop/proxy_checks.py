@@ -27,12 +27,36 @@ of the starter changes on the wire. Standard library only (and bench/crowd.py's 
                                         error, the listen with its result, P exits 0, and
                                         every request sent meanwhile is answered
 
+The fleet's (chapter 20, two instances with one --state-store behind nginx):
+
+    proxy_checks.py listened LOG        the last `subscriptions/listen` in nginx's access
+                                        log went to one instance, and the `run_payroll`
+                                        it heard of (the first after the client's
+                                        `resources/subscribe`) to the other
+    proxy_checks.py replay URL LOG --instance UPSTREAM=URL...
+                                        an approval asked for and answered once through
+                                        nginx runs; the same retry, word for word, sent
+                                        straight to the instance that did not run it
+                                        (from LOG), is refused: the state has been used
+    proxy_checks.py unrecorded URL --keep FILE
+                                        with the store down, an approval's retry is
+                                        refused, -32603, within the store's deadlines;
+                                        the retry is kept in FILE
+    proxy_checks.py older URL FILE      that retry, once the store is back (empty): refused,
+                                        older than the record of used states
+    proxy_checks.py ping URL            PingME answered twice (both instances)
+    proxy_checks.py rate URL LOG --limit N
+                                        N calls of PingME through nginx answered, by both
+                                        instances (LOG), and the next one 429 with
+                                        Retry-After: the limit is the fleet's, not each one's
+
 Exit code 0 when the check holds; 1, with what was seen, when it does not.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import importlib.util
 import json
 import os
@@ -397,6 +421,211 @@ def affinity(path: str, prefixes: dict[str, str]) -> bool:
     return fine
 
 
+# --- the fleet (chapter 20) ---------------------------------------------------------------
+
+# What chapter 20 answers (input_required.rs, store.rs), as tests/fleet.rs reads them.
+RAN = "Payroll approved by the user and run for this week."
+USED = "Invalid params: `requestState` has been used already; call the tool again without it"
+OLDER = (
+    "Invalid params: `requestState` is older than this server's record of used states; "
+    "call the tool again without it"
+)
+NOT_RECORDED = "Internal error: the approval could not be recorded as used"
+# The store's deadlines (store.rs: 500 ms to connect, 500 ms a command), with a margin
+# for a slow, shared machine: an answer later than this is a hang.
+ANSWERED_WITHIN = 4.0
+YES = {"approval": {"action": "accept", "content": {"approve": True}}}
+
+
+def call(url: str, tool: str, extra: dict | None = None) -> tuple[int, dict[str, str], dict]:
+    """A 2026-07-28 `tools/call` of TOOL with EXTRA params, from a client that can answer
+    a question (elicitation): the status, the headers, and the message."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "_meta": meta} | (extra or {})}
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": tool,
+    }
+    host, port = address_of(url)
+    connection = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        connection.request("POST", urlsplit(url).path, json.dumps(body), headers)
+        answer = connection.getresponse()
+        text = answer.read().decode(errors="replace")
+        status, head = answer.status, dict(answer.getheaders())
+    finally:
+        connection.close()
+    if head.get("Content-Type", "").startswith("text/event-stream"):
+        # The message with the call's id is the last `data:` line of the stream.
+        text = [line[5:] for line in text.splitlines() if line.startswith("data:")][-1]
+    try:
+        return status, head, json.loads(text)
+    except ValueError:
+        return status, head, {"unparsed": text}
+
+
+def said(message: dict) -> str:
+    """The tool's text, or the error's message."""
+    result = message.get("result", {})
+    if result.get("content"):
+        return result["content"][0].get("text", "")
+    return message.get("error", {}).get("message", json.dumps(message))
+
+
+def new_state(url: str) -> str | None:
+    """The first call of approve_payroll: the server asks, and issues a state."""
+    status, _, asked = call(url, "approve_payroll")
+    state = asked.get("result", {}).get("requestState")
+    print(f"approve_payroll -> {status} {asked.get('result', {}).get('resultType') or said(asked)}")
+    return state
+
+
+def lines_of(path: str, name: str) -> list[dict[str, str]]:
+    return [line for line in log_lines(path) if line["name"] == name]
+
+
+def listened(path: str) -> bool:
+    """The Python SDK's listen (python_client.py check_listen: `resources/subscribe`,
+    refused -32601, then `subscriptions/listen`, then `run_payroll`, whose change it
+    waits to hear) went to one instance, and that run_payroll to the other. nginx logs
+    a request when it ends: the listen after the run_payroll it heard, so the run is the
+    first `run_payroll` logged after the client's last `resources/subscribe`."""
+    lines = log_lines(path)
+    subscribes = [i for i, line in enumerate(lines) if line["method"] == "resources/subscribe"]
+    if not subscribes:
+        print("FAIL no resources/subscribe in the log: the client did not come to its listen")
+        return False
+    after = lines[subscribes[-1] + 1 :]
+    listen = next((line for line in after if line["method"] == "subscriptions/listen"), None)
+    run = next((line for line in after if line["name"] == "run_payroll"), None)
+    if listen is None or run is None:
+        print(f"FAIL expected a subscriptions/listen and a run_payroll after the subscribe, found {after}")
+        return False
+    print(f"subscriptions/listen -> {listen['upstream']} {listen['status']}")
+    print(f"run_payroll it heard of -> {run['upstream']} {run['status']}")
+    fine = listen["upstream"] != run["upstream"] and listen["status"] == run["status"] == "200"
+    if not fine:
+        print("FAIL expected the listen and the run on different instances, both 200")
+    return fine
+
+
+def replay(url: str, path: str, instances: dict[str, str]) -> bool:
+    """approve_payroll through nginx: asked, answered yes once, run; then the same retry,
+    word for word, straight to the instance that did not run it: refused, used already
+    (mrtr.mdx: a state consumed at most once "MUST" be enforced server-side; a fleet
+    without the store runs the payroll again there)."""
+    before = len(lines_of(path, "approve_payroll"))
+    state = new_state(url)
+    if not state:
+        print("FAIL no requestState")
+        return False
+    retry = {"requestState": state, "inputResponses": YES}
+    status, _, answer = call(url, "approve_payroll", retry)
+    print(f"the retry through nginx -> {status} {said(answer)}")
+    # nginx writes its line once the answer is sent: wait for it.
+    deadline = time.monotonic() + 5
+    while len(lines := lines_of(path, "approve_payroll")) < before + 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if len(lines) < before + 2:
+        print(f"FAIL nginx's log has {len(lines) - before} approve_payroll line(s) of this check, expected 2")
+        return False
+    ran_on = lines[-1]["upstream"]
+    others = [other for upstream, other in instances.items() if upstream != ran_on]
+    if said(answer) != RAN or len(others) != 1:
+        print(f"FAIL expected {RAN!r}, run by one of {sorted(instances)} (nginx: {ran_on})")
+        return False
+    status, _, again = call(others[0], "approve_payroll", retry)
+    print(f"ran on {ran_on}; the same retry sent to {others[0]} -> {status} {said(again)}")
+    fine = said(again) == USED and again.get("error", {}).get("code") == -32602
+    if not fine:
+        print(f"FAIL expected -32602 {USED!r}: the payroll ran twice")
+    return fine
+
+
+def unrecorded(url: str, keep: str) -> bool:
+    """The store down: an approval's retry is refused, -32603 (it cannot be recorded as
+    used, so it does not run), and answered within the store's deadlines, not hung."""
+    state = new_state(url)
+    if not state:
+        print("FAIL no requestState")
+        return False
+    retry = {"requestState": state, "inputResponses": YES}
+    Path(keep).write_text(json.dumps(retry))
+    started = time.monotonic()
+    status, _, answer = call(url, "approve_payroll", retry)
+    took = time.monotonic() - started
+    print(f"the retry -> {status} {said(answer)} after {took:.2f} s")
+    fine = said(answer).startswith(NOT_RECORDED) and answer["error"]["code"] == -32603 and took < ANSWERED_WITHIN
+    if not fine:
+        print(f"FAIL expected -32603 {NOT_RECORDED!r}... within {ANSWERED_WITHIN} s")
+    return fine
+
+
+def older(url: str, keep: str) -> bool:
+    """The retry `unrecorded` kept, sent again once the store is back, empty (no
+    persistence): refused, as issued before the store's record of used states began (it
+    may have been used where the record cannot see). While the store is not asked again
+    yet (store.rs, PAUSE_AFTER_FAILURE), it is still -32603: sent again, up to 5 s."""
+    retry = json.loads(Path(keep).read_text())
+    deadline = time.monotonic() + 5
+    while True:
+        status, _, answer = call(url, "approve_payroll", retry)
+        if not said(answer).startswith(NOT_RECORDED) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    print(f"the kept retry -> {status} {said(answer)}")
+    fine = said(answer) == OLDER
+    if not fine:
+        print(f"FAIL expected {OLDER!r}")
+    return fine
+
+
+def ping(url: str) -> bool:
+    """PingME, twice (nginx sends one to each instance): answered, store or no store."""
+    fine = True
+    for _ in range(2):
+        started = time.monotonic()
+        status, _, answer = call(url, "PingME")
+        took = time.monotonic() - started
+        print(f"PingME -> {status} {said(answer)} after {took:.2f} s")
+        fine &= status == 200 and said(answer) == "BISMILLAH" and took < ANSWERED_WITHIN
+    return fine
+
+
+def rate(url: str, path: str, limit: int) -> bool:
+    """LIMIT calls of PingME through nginx, which spreads them over both instances: all
+    answered; the next one, on whichever instance, 429 with Retry-After (the tools page:
+    servers "MUST" rate limit tool invocations): each instance alone has seen about half."""
+    before = len(lines_of(path, "PingME"))
+    statuses = [call(url, "PingME")[0] for _ in range(limit)]
+    status, head, answer = call(url, "PingME")
+    code = answer.get("error", {}).get("code")
+    print(f"{limit} calls -> {statuses}; call {limit + 1} -> {status} Retry-After: {head.get('Retry-After')} {said(answer)}")
+    deadline = time.monotonic() + 5
+    while len(lines := lines_of(path, "PingME")) < before + limit + 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    answered_by: dict[str, int] = {}
+    for line in lines[before : before + limit]:
+        answered_by[line["upstream"]] = answered_by.get(line["upstream"], 0) + 1
+    print(f"the {limit} answered, by instance: {answered_by}")
+    fine = (
+        statuses == [200] * limit
+        and len(answered_by) == 2
+        and status == 429
+        and code == -31429
+        and head.get("Retry-After", "").isdigit()
+    )
+    if not fine:
+        print(f"FAIL expected {limit} answered by both instances, then 429 with Retry-After and -31429")
+    return fine
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="check", required=True)
@@ -421,6 +650,22 @@ def main() -> None:
     p = sub.add_parser("affinity")
     p.add_argument("log")
     p.add_argument("--instance", action="append", default=[], metavar="PREFIX=UPSTREAM", help="repeatable")
+    sub.add_parser("listened").add_argument("log")
+    p = sub.add_parser("replay")
+    p.add_argument("url")
+    p.add_argument("log")
+    p.add_argument("--instance", action="append", default=[], metavar="UPSTREAM=URL", help="repeatable")
+    p = sub.add_parser("unrecorded")
+    p.add_argument("url")
+    p.add_argument("--keep", required=True, metavar="FILE", help="where the refused retry is kept, for `older`")
+    p = sub.add_parser("older")
+    p.add_argument("url")
+    p.add_argument("keep", metavar="FILE")
+    sub.add_parser("ping").add_argument("url")
+    p = sub.add_parser("rate")
+    p.add_argument("url")
+    p.add_argument("log")
+    p.add_argument("--limit", type=int, required=True, help="the instances' --max-calls-per-minute")
     args = parser.parse_args()
     if args.check == "stream":
         fine = stream(args.url)
@@ -434,8 +679,20 @@ def main() -> None:
         fine = drain(args.url, args.pid, args.prefix, args.drain_secs)
     elif args.check == "spread":
         fine = spread(args.log, args.asking)
-    else:
+    elif args.check == "affinity":
         fine = affinity(args.log, dict(item.split("=", 1) for item in args.instance))
+    elif args.check == "listened":
+        fine = listened(args.log)
+    elif args.check == "replay":
+        fine = replay(args.url, args.log, dict(item.split("=", 1) for item in args.instance))
+    elif args.check == "unrecorded":
+        fine = unrecorded(args.url, args.keep)
+    elif args.check == "older":
+        fine = older(args.url, args.keep)
+    elif args.check == "ping":
+        fine = ping(args.url)
+    else:
+        fine = rate(args.url, args.log, args.limit)
     sys.exit(0 if fine else 1)
 
 
