@@ -19,12 +19,23 @@ servers in turn, so a slow drift of the machine touches all of them alike; each
 peer's figures are divided by the starter's *from the same run* (paired ratios),
 and the report gives the median ratio with its min and max over the runs.
 
+Chapter 20 (the last chapter, every piece of Part III) has rows of its own, not run by
+default (`--servers fleet,fleet_redis,fleet_approval,fleet_redis_approval`): its state
+store in the process, and in a Redis the harness starts for each run (redis-server on
+a free loopback port, no persistence, pinned to the server's CPU, stopped by its pid).
+`PingME` with the store is one round trip to Redis (the rate limit counts every tool
+call there); an approval's retry is two (the rate limit, and the record that the state
+is used). The approval rows send one retry, answered yes, over and over: the first
+runs the payroll, every later one is refused as used, after the same round trips.
+
 Only loopback; every load is bounded by its duration. Standard library only.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
 import datetime
 import json
 import os
@@ -206,8 +217,8 @@ class Sampler(threading.Thread):
         return max(self.peak, rss_bytes(self.pid))
 
 
-def wrk(url: str, connections: int, seconds: float, client_cpus: str | None) -> dict:
-    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "5s", "-s", str(LUA), url]
+def wrk(url: str, connections: int, seconds: float, client_cpus: str | None, script: Path = LUA) -> dict:
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "5s", "-s", str(script), url]
     if client_cpus:
         command = ["taskset", "-c", client_cpus, *command]
     started = time.monotonic()
@@ -246,6 +257,18 @@ class Server:
 
     def cwd(self) -> Path:
         return ROOT
+
+    def around(self, scratch: str, cpus: str | None):
+        """What the server needs running beside it for one run (chapter 20's Redis)."""
+        return contextlib.nullcontext()
+
+    def script(self, url: str, scratch: str) -> Path:
+        """The wrk script for the request this row measures, once the server answers."""
+        return LUA
+
+    def store_cpu_seconds(self) -> float | None:
+        """The CPU time of what runs beside the server (chapter 20's Redis) so far."""
+        return None
 
 
 class CargoServer(Server):
@@ -366,6 +389,146 @@ class Starter(CargoServer):
         if self.has_rate_limit:
             command += ["--max-calls-per-minute", str(UNLIMITED_CALLS)]
         return command
+
+
+# Chapter 20's rows: one fixed --state-key, so that every instance verifies its states.
+STATE_KEY = "f0e1d2c3b4a5968778695a4b3c2d1e0f"
+MODERN_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2026-07-28",
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "approve_payroll",
+}
+CAN_ASK = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
+
+
+class Redis:
+    """redis-server on a free loopback port, no persistence, as a process of its own
+    (never the system service), pinned to `cpus`; stopped by its pid."""
+
+    def __init__(self, scratch: str, cpus: str | None):
+        self.port = free_port()
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        if cpus:
+            command = ["taskset", "-c", cpus, *command]
+        self.log = open(Path(scratch) / f"redis-{self.port}.log", "w")
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while not self.answers():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"redis-server did not answer on port {self.port}; see {self.log.name}")
+            time.sleep(0.05)
+
+    def answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+class Fleet(Starter):
+    """Chapter 20, its store in the process (as chapters 10 to 19 keep their state) or in a
+    Redis started for each run; called with PingME, as every row, or with an approval's
+    retry (2026-07-28: approve_payroll with the state it was given and the user's yes)."""
+
+    def __init__(self, workbook: Path, workers: int | None, key: str, redis: bool, approval: bool):
+        super().__init__(workbook, "ch20-fleet", workers)
+        self.key, self.redis, self.approval = key, redis, approval
+        where = "its store in Redis" if redis else "its store in the process"
+        what = "an approval's retry" if approval else "PingME"
+        self.label = f"chapter 20, {where}, {what}"
+        self.running_redis: Redis | None = None
+
+    def prepare(self, args) -> None:
+        # One warm build for the four rows: these rows are about the store's cost per
+        # request, not chapter 20's build.
+        warm = copy.copy(args)
+        warm.build_runs = 0
+        super().prepare(warm)
+
+    def config(self) -> str:
+        store = ("--state-store redis://127.0.0.1:PORT, a redis-server "
+                 f"{redis_version()} started for each run on a free loopback port, no persistence, "
+                 "pinned to the server's CPU" if self.redis else "no --state-store (the store in the process)")
+        call = ("approve_payroll's retry, the same one every time (2026-07-28, the state it was given and the "
+                "user's yes): the first runs the payroll, every later one is refused as used, after the same "
+                "look-ups" if self.approval else "PingME, as every row")
+        return f"{super().config()}, --state-key, {store}; the request: {call}"
+
+    @contextlib.contextmanager
+    def around(self, scratch: str, cpus: str | None):
+        if not self.redis:
+            yield
+            return
+        self.running_redis = Redis(scratch, cpus)
+        try:
+            yield
+        finally:
+            self.running_redis.stop()
+            self.running_redis = None
+
+    def store_cpu_seconds(self) -> float | None:
+        return cpu_seconds(self.running_redis.process.pid) if self.running_redis else None
+
+    def command(self, port: int) -> list[str]:
+        command = super().command(port) + ["--state-key", STATE_KEY]
+        if self.redis:
+            command += ["--state-store", self.running_redis.url()]
+        return command
+
+    def script(self, url: str, scratch: str) -> Path:
+        if not self.approval:
+            return LUA
+        asked = post_json(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                "params": {"name": "approve_payroll", "_meta": CAN_ASK}})
+        state = asked["result"]["requestState"]
+        retry = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "approve_payroll", "_meta": CAN_ASK, "requestState": state,
+            "inputResponses": {"approval": {"action": "accept", "content": {"approve": True}}}}}
+        first, again = post_json(url, retry), post_json(url, retry)
+        ran = first.get("result", {}).get("content", [{}])[0].get("text", "")
+        refused = again.get("error", {}).get("message", "")
+        if "run" not in ran or "has been used already" not in refused:
+            raise RuntimeError(f"the approval did not run once, then refused: {first} {again}")
+        body = json.dumps(retry, separators=(",", ":"))
+        # pingme.lua, with this body and these headers; its `done` as it is.
+        done = LUA.read_text().split("function done", 1)[1]
+        headers = "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in MODERN_HEADERS.items())
+        script = Path(scratch) / f"{self.key}.lua"
+        script.write_text(f'wrk.method = "POST"\nwrk.body = [==[{body}]==]\n{headers}\nfunction done{done}')
+        return script
+
+
+def post_json(url: str, body: dict) -> dict:
+    """A 2026-07-28 POST (approve_payroll's headers): the JSON answer."""
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=MODERN_HEADERS, method="POST")
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return json.loads(response.read())
+
+
+def redis_version() -> str:
+    found = re.search(r"v=(\S+)", run(["redis-server", "--version"]).stdout)
+    return found.group(1) if found else "?"
 
 
 class Rmcp(CargoServer):
@@ -729,10 +892,16 @@ def main() -> None:
         # The ceiling runs as many workers as the starter would by default (one per CPU it may use).
         "ceiling": lambda: Ceiling(workbook, args.workers or server_cpu_count),
         "tiny_http": lambda: TinyHttpAlone(args.workers or server_cpu_count),
+        "fleet": lambda: Fleet(workbook, args.workers, "fleet", redis=False, approval=False),
+        "fleet_redis": lambda: Fleet(workbook, args.workers, "fleet_redis", redis=True, approval=False),
+        "fleet_approval": lambda: Fleet(workbook, args.workers, "fleet_approval", redis=False, approval=True),
+        "fleet_redis_approval": lambda: Fleet(workbook, args.workers, "fleet_redis_approval", redis=True, approval=True),
     }
     servers: list[Server] = [catalogue[k]() for k in wanted]
 
-    for tool in ("wrk", "cargo") + (("taskset",) if server_cpus else ()):
+    tools = ("wrk", "cargo") + (("taskset",) if server_cpus else ())
+    tools += ("redis-server",) if any(getattr(server, "redis", False) for server in servers) else ()
+    for tool in tools:
         if not shutil.which(tool):
             sys.exit(f"{tool} is not installed: run bench/run.sh, which installs what is missing")
 
@@ -774,12 +943,15 @@ def main() -> None:
         if args.callgrind:
             log("counting instructions per request under callgrind")
             for server in servers:
+                if getattr(server, "approval", False):
+                    continue  # instructions.py sends PingME
                 port = free_port()
                 n = 200 if server.key == "python" else 2000  # CPython under valgrind is slow
-                # One process, so that callgrind sees every instruction (uvicorn's
-                # workers would be child processes).
-                command = server.command(port, workers=1) if isinstance(server, Python) else server.command(port)
-                per_request, dump = instructions.count(command, port, server.key, server.cwd(), n)
+                with server.around(args.scratch, server_cpus):
+                    # One process, so that callgrind sees every instruction (uvicorn's
+                    # workers would be child processes).
+                    command = server.command(port, workers=1) if isinstance(server, Python) else server.command(port)
+                    per_request, dump = instructions.count(command, port, server.key, server.cwd(), n)
                 data["instructions"][server.key] = {"per_request": per_request, "requests": n}
                 log(f"  {server.label}: {per_request:,.0f} instructions per request")
         data["load_after"] = loadavg()
@@ -800,26 +972,35 @@ def main() -> None:
 
 
 def measure(server: Server, r: int, levels: list[int], args, server_cpus, client_cpus, out: Path) -> dict:
+    with server.around(args.scratch, server_cpus):
+        return measure_running(server, r, levels, args, server_cpus, client_cpus)
+
+
+def measure_running(server: Server, r: int, levels: list[int], args, server_cpus, client_cpus) -> dict:
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     command = server.command(port)
     if server_cpus:
         command = ["taskset", "-c", server_cpus, *command]
-    running = Running(command, server.cwd(), url, Path(args.scratch) / f"{server.key}-{r}.log")
+    log_path = Path(args.scratch) / f"{server.key}-{r}.log"
+    running = Running(command, server.cwd(), url, log_path)
     try:
         running.wait_ready()
         time.sleep(1.0)  # let start-up settle before reading idle memory
         result = {"server": server.key, "run": r, "rss_idle": rss_bytes(running.process.pid), "load": {}}
+        script = server.script(url, args.scratch)
         if args.warmup > 0:
-            wrk(url, max(levels), args.warmup, client_cpus)
+            wrk(url, max(levels), args.warmup, client_cpus, script)
         peak = 0
         for level in levels:
             sampler = Sampler(running.process.pid)
             sampler.start()
             cpu_before = cpu_seconds(running.process.pid)
+            store_before = server.store_cpu_seconds()
             switches_before = context_switches(running.process.pid)
-            measured = wrk(url, level, args.duration, client_cpus)
+            measured = wrk(url, level, args.duration, client_cpus, script)
             cpu_used = cpu_seconds(running.process.pid) - cpu_before
+            store_used = server.store_cpu_seconds() - store_before if store_before is not None else None
             # Threads that ended during the load take their counts with them: a floor.
             switches = context_switches(running.process.pid) - switches_before
             peak = max(peak, sampler.finish())
@@ -832,13 +1013,24 @@ def measure(server: Server, r: int, levels: list[int], args, server_cpus, client
                 "error_count": errors,
                 "switches_per_request": switches / measured["requests"] if measured["requests"] else None,
             })
+            if store_used is not None and measured["requests"]:
+                # Chapter 20's Redis, a process of its own: its CPU is not the server's.
+                measured["store_cpu_us_per_request"] = store_used / measured["requests"] * 1e6
             log(f"  {level:>3} clients: {measured['rps']:>9,.0f} req/s  p50 {fmt_ms(measured['p50_us'])} ms  "
                 f"p99 {fmt_ms(measured['p99_us'])} ms  switches/req {measured['switches_per_request']:.2f}  server CPU {cpu_used / seconds:.0%}  wrk CPU {measured['client_cpu_s'] / seconds:.0%}"
+                + (f"  Redis CPU {store_used / seconds:.0%}" if store_used is not None else "")
                 + (f"  ERRORS {measured['errors']}" if errors else ""))
             result["load"][str(level)] = measured
         result["rss_peak"] = peak
         if running.process.poll() is not None:
             raise RuntimeError(f"{server.label} died during the load; see its log")
+        # Chapter 20 with Redis: a call Redis did not answer in time was counted by the
+        # instance alone (rate_limit.rs says so on stderr); the figures are then not all
+        # the store's. Counted, and said.
+        fallbacks = log_path.read_text(errors="replace").count("counted by this instance alone")
+        if fallbacks:
+            result["store_fallbacks"] = fallbacks
+            log(f"  the store did not answer {fallbacks} time(s): those calls were counted by the instance alone")
         return result
     finally:
         running.stop()
