@@ -13,6 +13,9 @@
 //! - an open `subscriptions/listen` (chapter 17 on) ends at once with its result, and a
 //!   session's stream (GET) ends.
 //!
+//! - `GET /ready` and `HEAD /ready` are answered by the base before a chapter's checks
+//!   (no token, any `Host`).
+//!
 //! (A chapter 19 task that the drain waits for: `tests/tasks.rs`.)
 #![cfg(unix)]
 
@@ -79,6 +82,30 @@ fn every_chapter_exits_0_at_once_when_idle() {
             let status = server.wait_for_exit(PROMPTLY).unwrap_or_else(|| panic!("{binary} still runs after {signal}"));
             assert!(status.success(), "{binary}, SIG{signal}: {status}\n{}", server.stderr());
             assert!(said_draining(&server), "{binary}: {}", server.stderr());
+        }
+    }
+}
+
+#[test]
+fn ready_answers_get_and_head_before_the_chapters_checks() {
+    // Chapter 7 refuses a request without its token; the probe carries none.
+    for binary in &chapter_binaries_from(7) {
+        let server =
+            RunningServer::start_with_env(std::path::Path::new(binary), &[], &[("MCP_WORKBOOK_TOKEN", Some("s3cret"))])
+                .expect("it starts");
+        for (method, body) in [("GET", "ready\n"), ("HEAD", "")] {
+            let mut probe = TcpStream::connect(server.address).expect("it connects");
+            probe
+                .write_all(
+                    format!("{method} /ready HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n").as_bytes(),
+                )
+                .unwrap();
+            let mut answer = Vec::new();
+            let _ = probe.read_to_end(&mut answer);
+            let answer = String::from_utf8_lossy(&answer);
+            assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{binary} {method}: {answer}");
+            assert!(answer.contains("\r\nContent-Length: 6\r\n"), "{binary} {method}: {answer}");
+            assert!(answer.ends_with(&format!("\r\n\r\n{body}")), "{binary} {method}: {answer}");
         }
     }
 }
