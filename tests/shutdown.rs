@@ -233,6 +233,8 @@ fn a_second_signal_ends_the_drain_at_once() {
     server.terminate().expect("SIGTERM is sent");
     let_the_drain_begin();
     assert!(server.wait_for_exit(Duration::from_millis(500)).is_none(), "{binary}: the call's drain did not hold it");
+    // Still running, draining: a new connection is refused.
+    assert!(TcpStream::connect(server.address).is_err(), "{binary}: a new connection was accepted in the drain");
     let status = terminate_and_wait(&mut server, binary, PROMPTLY);
     assert!(!status.success(), "{binary}: the second SIGTERM drained again: {status}");
 }
