@@ -28,7 +28,7 @@ use mcp_workbook::replay::{self, RunningServer};
 use serde_json::{Value, json};
 
 mod common;
-use common::session_client::{open_session, post, read_until, request};
+use common::session_client::{listen, open_session, post, read_until, request};
 use common::{chapter_binaries_from, start};
 
 /// How long an idle server, or one whose last call is about to end, may take to exit
@@ -239,29 +239,11 @@ fn a_second_signal_ends_the_drain_at_once() {
     assert!(!status.success(), "{binary}: the second SIGTERM drained again: {status}");
 }
 
-/// A 2026-07-28 `subscriptions/listen` for `payroll://last-run`, read up to its
-/// acknowledgment.
-fn listen(address: SocketAddr) -> (TcpStream, Vec<u8>) {
-    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
-    let params = json!({ "_meta": meta, "notifications": { "resourceSubscriptions": ["payroll://last-run"] } });
-    let body = json!({ "jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen", "params": params });
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "subscriptions/listen"),
-    ];
-    let mut stream = replay::open(address, &request("POST", &headers, &body.to_string())).expect("the listen is sent");
-    let mut raw = Vec::new();
-    read_until(&mut stream, &mut raw, "}}\n\n");
-    (stream, raw)
-}
-
 #[test]
 fn a_listen_ends_with_its_result_and_a_sessions_stream_ends() {
     for binary in &chapter_binaries_from(17) {
         let mut server = start(binary, &[]);
-        let (listening, raw) = listen(server.address);
+        let (listening, raw) = listen(server.address, json!("l"), &["payroll://last-run"]);
         let listening = read_to_end_meanwhile(listening, raw);
         let session = open_session(server.address, json!({}));
         let get = request("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &session)], "");
