@@ -166,8 +166,8 @@ impl Default for Config {
 
 // ANCHOR: serve
 /// Listen on `bind` and answer every request with `handler`, until SIGTERM or SIGINT
-/// (Ctrl-C) starts a drain (see [`drain`]); then return once the requests in progress
-/// are answered, or at the drain's deadline.
+/// (Ctrl-C) starts a drain ("Stopping without dropping", below); then return once every
+/// connection has closed and no [`Work`] runs, or at the drain's deadline.
 ///
 /// Once listening it prints one line with the real URL, so that a reader (or a
 /// test that asked for port 0) knows where to connect.
@@ -271,13 +271,14 @@ where
 // (Ctrl-C). Killed at once, the server would cut every call in progress and every open
 // stream without its end. Instead, on either signal the server drains:
 // 1. it turns unready: it stops accepting connections (the ones already queued are
-//    served), so a load balancer sends new requests elsewhere, and `GET /ready` answers
-//    `503` on a connection still open;
+//    served if their request has begun), so a load balancer sends new requests
+//    elsewhere; a `GET /ready` already arriving is answered `503`;
 // 2. it closes every connection that waits for its client's next request, and answers
 //    the requests it has begun (an answer that starts now with `Connection: close`),
 //    closing each connection after its answer; a streamed answer learns of the drain
 //    from [`draining`] and [`drain_deadline`] and ends as its chapter says (a long call
-//    runs on to its result or the deadline, a listen ends now with its result);
+//    runs on to its result or the deadline, a listen ends within a second, with its
+//    result);
 // 3. once every connection is closed and no [`Work`] runs, or at the deadline
 //    ([`Config::drain_timeout`], and `DRAIN_GRACE` for the last answers), [`serve`]
 //    returns: `main` returns, and the process exits 0. A second signal, once the drain
@@ -321,7 +322,8 @@ pub fn drain_deadline() -> Option<Instant> {
 }
 
 /// Have SIGTERM and SIGINT start a drain instead of ending the process, unless the
-/// process was started with the signal ignored (a background job ignores Ctrl-C), which
+/// process was started with the signal ignored (a job a script starts in the background
+/// ignores SIGINT), which
 /// stays ignored. `signal` is the C library's, which every Rust program links already;
 /// declaring it here spares a crate for these lines. On Linux and macOS the handler stays
 /// and `accept` is resumed after it (BSD semantics); POSIX leaves `signal` unspecified in
@@ -363,8 +365,8 @@ unsafe extern "C" {
 fn watch_for_drain(listener: &TcpListener, drain_timeout: Duration) -> io::Result<()> {
     let address = listener.local_addr()?;
     let (port, ip) = (address.port(), address.ip());
-    // Bound to every address (0.0.0.0 or [::]): a loopback one is among them, and [::]
-    // takes IPv4 too, should ::1 be switched off.
+    // Bound to every address (0.0.0.0 or [::]): a loopback one is among them, and on
+    // Linux [::] takes IPv4 too, should ::1 be switched off.
     let wake_at: Vec<SocketAddr> = match ip {
         IpAddr::V4(any) if any.is_unspecified() => vec![(Ipv4Addr::LOCALHOST, port).into()],
         IpAddr::V6(any) if any.is_unspecified() => {
@@ -419,8 +421,9 @@ impl Drop for Work {
 }
 
 /// Where a load balancer asks whether to send this server requests: `200` while it
-/// serves, `503` from the start of a drain. The base answers it, before the chapter's
-/// handler and its checks (a balancer's probe carries no token), with nothing but that.
+/// serves; in a drain, connections are refused, and a probe already arriving is answered
+/// `503`. The base answers it, before the chapter's handler and its checks (a balancer's
+/// probe carries no token), with nothing but that.
 pub const READY_PATH: &str = "/ready";
 
 fn is_readiness_probe(request: &Request) -> bool {

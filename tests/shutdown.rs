@@ -13,6 +13,9 @@
 //! - an open `subscriptions/listen` (chapter 17 on) ends at once with its result, and a
 //!   session's stream (GET) ends.
 //!
+//! - `GET /ready` and `HEAD /ready` are answered by the base before a chapter's checks
+//!   (no token, any `Host`).
+//!
 //! (A chapter 19 task that the drain waits for: `tests/tasks.rs`.)
 #![cfg(unix)]
 
@@ -25,7 +28,7 @@ use mcp_workbook::replay::{self, RunningServer};
 use serde_json::{Value, json};
 
 mod common;
-use common::session_client::{open_session, post, read_until, request};
+use common::session_client::{listen, open_session, post, read_until, request};
 use common::{chapter_binaries_from, start};
 
 /// How long an idle server, or one whose last call is about to end, may take to exit
@@ -79,6 +82,30 @@ fn every_chapter_exits_0_at_once_when_idle() {
             let status = server.wait_for_exit(PROMPTLY).unwrap_or_else(|| panic!("{binary} still runs after {signal}"));
             assert!(status.success(), "{binary}, SIG{signal}: {status}\n{}", server.stderr());
             assert!(said_draining(&server), "{binary}: {}", server.stderr());
+        }
+    }
+}
+
+#[test]
+fn ready_answers_get_and_head_before_the_chapters_checks() {
+    // Chapter 7 refuses a request without its token; the probe carries none.
+    for binary in &chapter_binaries_from(7) {
+        let server =
+            RunningServer::start_with_env(std::path::Path::new(binary), &[], &[("MCP_WORKBOOK_TOKEN", Some("s3cret"))])
+                .expect("it starts");
+        for (method, body) in [("GET", "ready\n"), ("HEAD", "")] {
+            let mut probe = TcpStream::connect(server.address).expect("it connects");
+            probe
+                .write_all(
+                    format!("{method} /ready HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n").as_bytes(),
+                )
+                .unwrap();
+            let mut answer = Vec::new();
+            let _ = probe.read_to_end(&mut answer);
+            let answer = String::from_utf8_lossy(&answer);
+            assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{binary} {method}: {answer}");
+            assert!(answer.contains("\r\nContent-Length: 6\r\n"), "{binary} {method}: {answer}");
+            assert!(answer.ends_with(&format!("\r\n\r\n{body}")), "{binary} {method}: {answer}");
         }
     }
 }
@@ -206,33 +233,17 @@ fn a_second_signal_ends_the_drain_at_once() {
     server.terminate().expect("SIGTERM is sent");
     let_the_drain_begin();
     assert!(server.wait_for_exit(Duration::from_millis(500)).is_none(), "{binary}: the call's drain did not hold it");
+    // Still running, draining: a new connection is refused.
+    assert!(TcpStream::connect(server.address).is_err(), "{binary}: a new connection was accepted in the drain");
     let status = terminate_and_wait(&mut server, binary, PROMPTLY);
     assert!(!status.success(), "{binary}: the second SIGTERM drained again: {status}");
-}
-
-/// A 2026-07-28 `subscriptions/listen` for `payroll://last-run`, read up to its
-/// acknowledgment.
-fn listen(address: SocketAddr) -> (TcpStream, Vec<u8>) {
-    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
-    let params = json!({ "_meta": meta, "notifications": { "resourceSubscriptions": ["payroll://last-run"] } });
-    let body = json!({ "jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen", "params": params });
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "subscriptions/listen"),
-    ];
-    let mut stream = replay::open(address, &request("POST", &headers, &body.to_string())).expect("the listen is sent");
-    let mut raw = Vec::new();
-    read_until(&mut stream, &mut raw, "}}\n\n");
-    (stream, raw)
 }
 
 #[test]
 fn a_listen_ends_with_its_result_and_a_sessions_stream_ends() {
     for binary in &chapter_binaries_from(17) {
         let mut server = start(binary, &[]);
-        let (listening, raw) = listen(server.address);
+        let (listening, raw) = listen(server.address, json!("l"), &["payroll://last-run"]);
         let listening = read_to_end_meanwhile(listening, raw);
         let session = open_session(server.address, json!({}));
         let get = request("GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &session)], "");

@@ -21,7 +21,7 @@ use mcp_workbook::replay;
 use serde_json::{Value, json};
 
 mod common;
-use common::session_client::{open_session, ping_status, post, read_until, request};
+use common::session_client::{listen, open_session, ping_status, post, read_until, request};
 use common::start;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch17-subscriptions");
@@ -165,24 +165,6 @@ fn a_listening_session_does_not_expire_and_a_stream_for_an_expired_one_is_404() 
     drop(stream);
     std::thread::sleep(std::time::Duration::from_millis(3500));
     assert_eq!(ping_status(server.address, &listening), 404, "a session outlived its idle time after its stream");
-}
-
-/// A 2026-07-28 `subscriptions/listen` with id `id` for `uris`, read up to its
-/// acknowledgment: the connection, and what came.
-fn listen(address: SocketAddr, id: Value, uris: &[&str]) -> (TcpStream, Vec<u8>) {
-    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
-    let params = json!({ "_meta": meta, "notifications": { "resourceSubscriptions": uris } });
-    let body = json!({ "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": params });
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "subscriptions/listen"),
-    ];
-    let mut stream = replay::open(address, &request("POST", &headers, &body.to_string())).expect("the listen is sent");
-    let mut raw = Vec::new();
-    read_until(&mut stream, &mut raw, "}}\n\n");
-    (stream, raw)
 }
 
 #[test]

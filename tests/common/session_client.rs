@@ -54,3 +54,21 @@ pub fn read_until(stream: &mut TcpStream, raw: &mut Vec<u8>, needle: &str) {
         }
     }
 }
+
+/// A 2026-07-28 `subscriptions/listen` with id `id` for `uris`, read up to its
+/// acknowledgment: the connection, and what came.
+pub fn listen(address: SocketAddr, id: Value, uris: &[&str]) -> (TcpStream, Vec<u8>) {
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    let params = json!({ "_meta": meta, "notifications": { "resourceSubscriptions": uris } });
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": params });
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "subscriptions/listen"),
+    ];
+    let mut stream = replay::open(address, &request("POST", &headers, &body.to_string())).expect("the listen is sent");
+    let mut raw = Vec::new();
+    read_until(&mut stream, &mut raw, "}}\n\n");
+    (stream, raw)
+}

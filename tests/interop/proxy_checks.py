@@ -200,6 +200,19 @@ MODERN = {"MCP-Protocol-Version": "2026-07-28"}
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 
+def list_tools(url: str, first_id: int, count: int, pause: float = 0.0) -> list[str]:
+    """`count` 2026-07-28 `tools/list` through the proxy, each on a new connection: their statuses."""
+    statuses = []
+    for number in range(count):
+        listing = {"jsonrpc": "2.0", "id": first_id + number, "method": "tools/list", "params": {"_meta": META}}
+        with send(url, listing, MODERN | {"Mcp-Method": "tools/list"}) as connection:
+            answer = bytearray()
+            read_until(connection, answer, b"\x00", 10)
+        statuses.append(bytes(answer[9:12]).decode())
+        time.sleep(pause)
+    return statuses
+
+
 def session_on(url: str, prefix: str, capabilities: dict) -> str:
     """A handshake-era session opened through the proxy on the instance whose ids begin
     with `prefix` (sessions are opened until one is): its id."""
@@ -264,14 +277,7 @@ def drain(url: str, pid: int, prefix: str, drain_secs: float) -> bool:
     os.kill(pid, signal.SIGTERM)
     signalled = time.monotonic()
     # Requests sent while the instance drains, through the proxy: each is answered.
-    statuses = []
-    for number in range(6):
-        listing = {"jsonrpc": "2.0", "id": 10 + number, "method": "tools/list", "params": {"_meta": META}}
-        with send(url, listing, MODERN | {"Mcp-Method": "tools/list"}) as connection:
-            answer = bytearray()
-            read_until(connection, answer, b"\x00", 10)
-        statuses.append(bytes(answer[9:12]).decode())
-        time.sleep(0.1)
+    statuses = list_tools(url, 10, 6, pause=0.1)
     for name, connection in (("payroll", payroll), ("approval", approval)):
         read_until(connection, answers[name], b"\x00", drain_secs + 5)
         connection.close()
@@ -294,13 +300,7 @@ def drain(url: str, pid: int, prefix: str, drain_secs: float) -> bool:
         and took >= drain_secs - 0.5
     )
     # After it: the proxy sends everything to the instance that is left.
-    after = []
-    for number in range(4):
-        listing = {"jsonrpc": "2.0", "id": 20 + number, "method": "tools/list", "params": {"_meta": META}}
-        with send(url, listing, MODERN | {"Mcp-Method": "tools/list"}) as connection:
-            answer = bytearray()
-            read_until(connection, answer, b"\x00", 10)
-        after.append(bytes(answer[9:12]).decode())
+    after = list_tools(url, 20, 4)
     print(f"tools/list through the proxy after it exited: {after}")
     fine &= after == ["200"] * 4
     if not fine:
