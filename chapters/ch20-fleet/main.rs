@@ -903,7 +903,7 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections: usize,
     /// On SIGTERM or Ctrl-C, how long the requests in progress may take to finish,
-    /// while no new connection is accepted and `GET /ready` answers 503 (a drain).
+    /// while no new connection is accepted (a drain; 3 s more for the last answers).
     #[arg(long, value_name = "SECONDS", default_value_t = Config::default().drain_timeout.as_secs())]
     drain_secs: u64,
     /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
