@@ -22,10 +22,12 @@
 //! - `show.rs`: a message as a reader sees it: pretty-printed in the transcript's key
 //!   order, a line diff, and as a blessed transcript records it.
 //! - `stdio.rs`: one process per exchange: run it, compare its lines.
+//! - `redis.rs`: a `redis-server` of the replay's own, for chapter 20's store.
 
 mod client;
 mod compare;
 mod events;
+mod redis;
 mod server;
 mod show;
 mod stdio;
@@ -36,6 +38,7 @@ pub use client::{
 };
 pub use compare::{Mismatch, Note, NoteKind, compare, compare_answer, compare_with, optional_member};
 pub use events::{Event, events};
+pub use redis::{RedisServer, TRANSCRIPT_REDIS, free_port};
 pub use server::{RunningServer, address_of_url};
 pub use show::{
     Line, as_recorded, diff_steps, line_diff, pretty_json, shown_like, shown_lines, shown_stdio, shown_stdio_lines,

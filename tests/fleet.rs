@@ -28,7 +28,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcp_workbook::replay::{self, RunningServer};
+use mcp_workbook::replay::{self, RedisServer, RunningServer, free_port};
 use serde_json::{Value, json};
 
 mod common;
@@ -54,68 +54,14 @@ const ANSWERED_WITHIN: Duration = Duration::from_secs(4);
 // ---------------------------------------------------------------------------
 // Redis, as a process of the test's own.
 
-/// `redis-server` on a loopback port, no persistence; killed (by its pid) when dropped.
-struct RedisServer {
-    child: Option<Child>,
-    port: u16,
+/// Start a `redis-server` of the test's own (`replay::RedisServer`, killed by its pid
+/// when dropped): on a free port, or on `port`, where a stopped one was.
+fn redis() -> RedisServer {
+    RedisServer::start().expect("redis-server runs (tests/interop/setup installs it)")
 }
 
-impl RedisServer {
-    fn start() -> RedisServer {
-        RedisServer::start_on(free_port())
-    }
-
-    fn start_on(port: u16) -> RedisServer {
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server runs (tests/interop/setup installs it: apt-get install redis-server)");
-        let redis = RedisServer { child: Some(child), port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while redis.cli(&["PING"]) != "PONG" {
-            assert!(Instant::now() < deadline, "redis-server did not answer on port {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        redis
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// `redis-cli` on this server: what it printed, trimmed.
-    fn cli(&self, args: &[&str]) -> String {
-        let output =
-            Command::new("redis-cli").args(["-h", "127.0.0.1", "-p", &self.port.to_string()]).args(args).output();
-        output.map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string()).unwrap_or_default()
-    }
-
-    /// Send it `signal` (`STOP`, `CONT`), by its pid.
-    fn signal(&self, signal: &str) {
-        let pid = self.child.as_ref().expect("running").id().to_string();
-        assert!(Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success());
-    }
-
-    /// Kill it, by its pid, and wait until it is gone.
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// A loopback port nothing listens on (the test's own listener, just closed).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+fn redis_on(port: u16) -> RedisServer {
+    RedisServer::start_on(port).expect("redis-server runs again on its port")
 }
 
 // ---------------------------------------------------------------------------
@@ -251,7 +197,7 @@ fn subsec_millis() -> u32 {
 
 #[test]
 fn an_approval_replayed_on_the_other_instance_is_refused() {
-    let redis = RedisServer::start();
+    let redis = redis();
     let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
     let state = new_state(a.address);
     assert_eq!(approve(a.address, &state).0, RAN);
@@ -269,20 +215,20 @@ fn an_approval_replayed_on_the_other_instance_is_refused() {
 
 #[test]
 fn a_used_approval_stays_used_when_redis_loses_its_keys() {
-    let mut redis = RedisServer::start();
+    let mut redis = redis();
     let port = redis.port;
     let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
     let state = new_state(a.address);
     assert_eq!(approve(a.address, &state).0, RAN);
     // Redis restarted without persistence: the record that the state was used is gone.
     redis.stop();
-    let _redis = RedisServer::start_on(port);
+    let _redis = redis_on(port);
     assert_eq!(approve_once_back(b.address, &state), OLDER, "the payroll ran twice: Redis forgot the first");
 }
 
 #[test]
 fn the_rate_limit_is_the_fleets_total() {
-    let redis = RedisServer::start();
+    let redis = redis();
     let flags = ["--max-calls-per-minute", "4"];
     let (a, b) = (instance(&redis.url(), &flags), instance(&redis.url(), &flags));
     // Four calls, two on each instance, are the caller's whole share.
@@ -302,7 +248,7 @@ fn the_rate_limit_is_the_fleets_total() {
 
 #[test]
 fn a_listen_on_one_instance_hears_a_change_made_on_the_other() {
-    let redis = RedisServer::start();
+    let redis = redis();
     let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
     wait_hearing(&a, 1);
     wait_hearing(&b, 1);
@@ -318,7 +264,7 @@ fn a_listen_on_one_instance_hears_a_change_made_on_the_other() {
 
 #[test]
 fn a_session_stream_on_one_instance_hears_a_change_made_on_the_other() {
-    let redis = RedisServer::start();
+    let redis = redis();
     let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
     wait_hearing(&b, 1);
     // A handshake-era session on b, subscribed to the resource, its GET stream open.
@@ -349,7 +295,7 @@ impl Drop for Killed {
 #[test]
 fn an_instance_over_stdio_hears_a_change_made_on_another() {
     use std::io::{BufRead, BufReader, Write};
-    let redis = RedisServer::start();
+    let redis = redis();
     let a = instance(&redis.url(), &[]);
     let mut stdio = Killed(
         Command::new(BINARY)
@@ -414,7 +360,7 @@ fn bad_store_flags_are_refused_at_start() {
 
 #[test]
 fn with_redis_stopped_an_approval_is_refused_other_tools_answer_and_both_come_back_with_it() {
-    let mut redis = RedisServer::start();
+    let mut redis = redis();
     let port = redis.port;
     let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
     wait_hearing(&b, 1);
@@ -430,7 +376,7 @@ fn with_redis_stopped_an_approval_is_refused_other_tools_answer_and_both_come_ba
 
     // Redis back, empty (no persistence): it cannot vouch for a state issued before, which
     // may have been used; a new one runs, once.
-    let _redis = RedisServer::start_on(port);
+    let _redis = redis_on(port);
     assert_eq!(approve_once_back(b.address, &state), OLDER);
     // The record began again in that second: a state issued from the next one on runs.
     std::thread::sleep(Duration::from_millis(1000 - u64::from(subsec_millis())));
@@ -447,17 +393,17 @@ fn with_redis_stopped_an_approval_is_refused_other_tools_answer_and_both_come_ba
 
 #[test]
 fn a_redis_that_stops_answering_is_answered_not_hung() {
-    let redis = RedisServer::start();
+    let redis = redis();
     let server = instance(&redis.url(), &[]);
     let state = new_state(server.address);
     assert_eq!(ping_me(server.address), "BISMILLAH"); // a connection to Redis is open now
     // Stopped, not gone: its connections stay open, and nothing answers on them.
-    redis.signal("STOP");
+    redis.signal("STOP").unwrap();
     let (said, took) = approve(server.address, &state);
     assert!(said.starts_with(NOT_RECORDED), "{said}");
     assert!(took < ANSWERED_WITHIN, "the refusal took {took:?}");
     assert_eq!(ping_me(server.address), "BISMILLAH");
-    redis.signal("CONT");
+    redis.signal("CONT").unwrap();
     assert_eq!(approve_once_back(server.address, &state), RAN);
 }
 
@@ -493,7 +439,7 @@ fn a_store_that_accepts_and_never_answers_is_answered_not_hung() {
 
 #[test]
 fn what_is_in_the_store_and_not_ours_is_an_error_never_a_panic() {
-    let redis = RedisServer::start();
+    let redis = redis();
     let (mut a, mut b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
     wait_hearing(&b, 1);
     // The caller's count of calls, overwritten with what is not a number: the call is

@@ -223,7 +223,10 @@ pub struct StateFlags {
 /// `store` (whose size `--max-used-states` gave), and the first state's id.
 pub fn configure(flags: &StateFlags, store: &Store) {
     let StateFlags { state_key, fixed_clock, .. } = *flags;
-    STATES_ISSUED.store(store.first_state_id(), Ordering::SeqCst);
+    // A transcript (a fixed clock) numbers its states from 0 in Redis too, so that they
+    // are exact; it runs one instance, which no other can meet.
+    let first_id = if fixed_clock.is_some() { 0 } else { store.first_state_id() };
+    STATES_ISSUED.store(first_id, Ordering::SeqCst);
     if let Some(key) = state_key {
         STATE_KEY.set(key).expect("set once, before any request");
     }

@@ -46,7 +46,9 @@ impl RateLimit {
     pub fn take(&self, caller: &str) -> Result<(), u64> {
         match self.store.take_call(caller, self.per_minute) {
             Ok(Some((true, _))) => Ok(()),
-            Ok(Some((false, window_left))) => Err(window_left.as_secs().max(1)),
+            // Rounded up: a client that waits a whole second less than the window has left
+            // would be refused again.
+            Ok(Some((false, window_left))) => Err(window_left.as_millis().div_ceil(1000).max(1) as u64),
             Ok(None) => self.take_here(caller),
             Err(error) => {
                 eprintln!("rate limit: counted by this instance alone: {error}");

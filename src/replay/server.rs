@@ -12,6 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::TIMEOUT;
+use super::redis::{RedisServer, TRANSCRIPT_REDIS};
 
 /// A chapter's server running as a child process; stopped when dropped.
 pub struct RunningServer {
@@ -20,10 +21,15 @@ pub struct RunningServer {
     pub address: SocketAddr,
     /// What it wrote to stderr so far, to explain a failure.
     stderr: Arc<Mutex<String>>,
+    /// The Redis of its own that a transcript naming [`TRANSCRIPT_REDIS`] gets, stopped
+    /// after the server (fields drop after `drop`).
+    _redis: Option<RedisServer>,
 }
 
 impl RunningServer {
-    /// Start `binary --bind 127.0.0.1:0 ARGS...` and wait for its URL line.
+    /// Start `binary --bind 127.0.0.1:0 ARGS...` and wait for its URL line. Args that
+    /// name [`TRANSCRIPT_REDIS`] as `--state-store` (chapter 20) name a `redis-server`
+    /// started for this server alone instead.
     pub fn start(binary: &Path, args: &[String]) -> io::Result<RunningServer> {
         RunningServer::start_with_env(binary, args, &[])
     }
@@ -33,6 +39,7 @@ impl RunningServer {
     /// reads a variable (chapter 7's `MCP_WORKBOOK_TOKEN`): a test says what it holds,
     /// whatever the environment the test runs in holds.
     pub fn start_with_env(binary: &Path, args: &[String], env: &[(&str, Option<&str>)]) -> io::Result<RunningServer> {
+        let (args, redis) = own_redis(args)?;
         let mut command = Command::new(binary);
         for (name, value) in env {
             match value {
@@ -42,7 +49,7 @@ impl RunningServer {
         }
         let mut child = command
             .args(["--bind", "127.0.0.1:0"])
-            .args(args)
+            .args(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -76,7 +83,7 @@ impl RunningServer {
         });
 
         match wait.recv_timeout(TIMEOUT) {
-            Ok(address) => Ok(RunningServer { child, address, stderr }),
+            Ok(address) => Ok(RunningServer { child, address, stderr, _redis: redis }),
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -135,6 +142,17 @@ impl Drop for RunningServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `args`, with a `--state-store` of [`TRANSCRIPT_REDIS`] swapped for a Redis started for
+/// the server alone; the Redis too, to keep running as long as the server.
+fn own_redis(args: &[String]) -> io::Result<(Vec<String>, Option<RedisServer>)> {
+    let mut args = args.to_vec();
+    let named = args.windows(2).position(|pair| pair[0] == "--state-store" && pair[1] == TRANSCRIPT_REDIS);
+    let Some(flag) = named else { return Ok((args, None)) };
+    let redis = RedisServer::start().map_err(io::Error::other)?;
+    args[flag + 1] = redis.url();
+    Ok((args, Some(redis)))
 }
 
 /// `listening on http://127.0.0.1:43125/mcp` -> `127.0.0.1:43125`.
