@@ -237,6 +237,7 @@ impl UsedStates {
 // ANCHOR_END: used_states
 
 // ANCHOR: redis
+// ANCHOR: deadlines
 /// How long connecting to Redis may take. Redis next to the server answers in well under
 /// a millisecond; one that has not answered in half a second is down or unreachable, and
 /// the request that waits for it should get its answer (a refusal) now.
@@ -250,6 +251,7 @@ const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
 /// the meantime gets its answer (a refusal, the instance's own count) at once, instead
 /// of waiting out the deadlines above, one request after another, while Redis is down.
 const PAUSE_AFTER_FAILURE: Duration = Duration::from_secs(1);
+// ANCHOR_END: deadlines
 /// Connections kept open between requests, for the next ones (a connection a request
 /// has to open costs a round trip more). More at once are opened, then closed.
 const MAX_IDLE_CONNECTIONS: usize = 16;
@@ -283,6 +285,7 @@ pub struct Redis {
 }
 
 impl Redis {
+    // ANCHOR: set_if_absent
     /// `SET PREFIX:used-state:ID 1 NX PX MS`: record the state as used unless it is
     /// already, in one atomic command, whichever instance asks first; kept until the
     /// state expires, and a little longer (`CLOCK_SKEW_SECS`). In the same `MULTI`, the
@@ -321,7 +324,9 @@ impl Redis {
             self.command(|c| redis::cmd("SET").arg(&since_key).arg(now).arg("NX").query::<Option<String>>(c))?;
         Ok(reply.is_some())
     }
+    // ANCHOR_END: set_if_absent
 
+    // ANCHOR: count_call
     /// One call in `caller`'s fixed window of a minute, which its first call opens:
     /// `INCR` and `PEXPIRE ... NX` (the window's end, set once) in one `MULTI`, so that
     /// no call is counted in a window that never ends, and `PTTL`, for `Retry-After`.
@@ -349,6 +354,7 @@ impl Redis {
         let allowed = calls <= i64::from(per_minute);
         Ok((allowed, Duration::from_millis(left_ms as u64)))
     }
+    // ANCHOR_END: count_call
 
     /// `PUBLISH PREFIX:resources-updated {"instance": .., "uri": ..}`.
     fn publish(&self, uri: &str) -> Result<(), StoreError> {
@@ -361,6 +367,7 @@ impl Redis {
         format!("{}:resources-updated", self.prefix)
     }
 
+    // ANCHOR: command
     /// Run `command` on a free connection, or a new one. A connection that fails is
     /// closed. One taken from the free ones may have been closed by Redis meanwhile (a
     /// restart): that failure, and no other (a timeout is Redis not answering), is tried
@@ -376,6 +383,7 @@ impl Redis {
         }
         outcome
     }
+    // ANCHOR_END: command
 
     fn try_command<T>(&self, command: impl Fn(&mut Connection) -> redis::RedisResult<T>) -> Result<T, StoreError> {
         let reused = lock(&self.idle).pop();
@@ -407,6 +415,7 @@ impl Redis {
         Ok(connection)
     }
 
+    // ANCHOR: relay
     /// Subscribe to the channel and hand each other instance's change to `relay`; when
     /// Redis goes away, wait (`FIRST_BACKOFF`, doubling to `MOST_BACKOFF`) and subscribe
     /// again. Changes published while this instance was not subscribed are not heard:
@@ -468,6 +477,7 @@ impl Redis {
         }
         Ok((instance != self.instance).then(|| uri.to_string()))
     }
+    // ANCHOR_END: relay
 }
 // ANCHOR_END: redis
 
