@@ -342,6 +342,7 @@ def drain(url: str, pid: int, prefix: str, drain_secs: float,
             for (_, answer), cut, end in zip(listens, before, ended)
         ]
         seen["toolsListSent"] = len(statuses) + len(after)
+        seen["exitedAfterSeconds"] = round(took, 2) if gone else None
         Path(keep).write_text(json.dumps(seen, indent=1))
     return fine
 
