@@ -25,7 +25,10 @@ of the starter changes on the wire. Standard library only (and bench/crowd.py's 
                                         PREFIX) while it runs calls and holds a listen:
                                         each call ends with its result or the drain's
                                         error, the listen with its result, P exits 0, and
-                                        every request sent meanwhile is answered
+                                        every request sent meanwhile is answered;
+                                        with --keep FILE, what it saw, for `heard` and
+                                        `drained` (--log: nginx's access log; --stderr:
+                                        the instance's)
 
 The fleet's (chapter 20, two instances with one --state-store behind nginx):
 
@@ -33,6 +36,15 @@ The fleet's (chapter 20, two instances with one --state-store behind nginx):
                                         log went to one instance, and the `run_payroll`
                                         it heard of (the first after the client's
                                         `resources/subscribe`) to the other
+    proxy_checks.py heard FILE          from what `drain --keep FILE` saw: the stopped
+                                        instance's run_payroll ended during its drain, and
+                                        the listen on the other instance heard its change
+                                        of payroll://last-run, once (the store relayed it)
+    proxy_checks.py drained LOG FILE --stopped UPSTREAM --other UPSTREAM
+                                        nginx's log since that signal: every tools/list
+                                        sent during the drain and after it answered 200 by
+                                        the other instance; the calls under way by the
+                                        stopped one
     proxy_checks.py replay URL LOG --instance UPSTREAM=URL...
                                         an approval asked for and answered once through
                                         nginx runs; the same retry, word for word, sent
@@ -242,55 +254,80 @@ def exited(pid: int, seconds: float) -> bool:
     return False
 
 
-def drain(url: str, pid: int, prefix: str, drain_secs: float) -> bool:
+# The base's grace after the drain's deadline, for the last answers (src/http.rs,
+# DRAIN_GRACE): the latest a drained server exits is --drain-secs and this.
+DRAIN_GRACE = 3.0
+
+
+def drain(url: str, pid: int, prefix: str, drain_secs: float,
+          keep: str | None = None, log: str | None = None, stderr: str | None = None) -> bool:
     """SIGTERM to one of two instances behind the proxy, while it runs a long call that
     finishes (run_payroll), a call that waits for an answer that never comes
     (approve_payroll, asking in its session), and one of two listens (the proxy sends two
     in a row to each instance once): each call ends with its result or the drain's error,
     the listen on that instance ends with its result, the one on the other instance stays
     open, the instance exits within its drain, and every request sent through the proxy
-    meanwhile, and after, is answered."""
+    meanwhile, and after, is answered.
+
+    The listens are open before the calls start, and run_payroll (300 ms, a timesheet
+    every 100 ms) is the last to start: the signal goes at its first progress, so it
+    finishes, and changes `payroll://last-run`, after the signal. With KEEP, what was
+    seen is written there for `heard` and `drained` (the fleet's checks): each listen's
+    bytes before and after the signal, and whether it ended; with LOG (nginx's access
+    log) how many lines it had at the signal; with STDERR (the stopped instance's) whether
+    it had said it was draining when run_payroll's result came."""
     fine = True
     paying = session_on(url, prefix, {})
     asking = session_on(url, prefix, {"elicitation": {}})
     in_session = lambda session: {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
-    payroll = send(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                         "params": {"name": "run_payroll", "arguments": {}, "_meta": {"progressToken": "p"}}},
-                   in_session(paying))
-    approval = send(url, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                          "params": {"name": "approve_payroll", "arguments": {}}}, in_session(asking))
     listens = []
     for number in (1, 2):
         params = {"_meta": META, "notifications": {"resourceSubscriptions": ["payroll://last-run"]}}
         listen = send(url, {"jsonrpc": "2.0", "id": f"listen-{number}", "method": "subscriptions/listen", "params": params},
                       MODERN | {"Mcp-Method": "subscriptions/listen"})
         listens.append((listen, bytearray()))
-    answers = {name: bytearray() for name in ("payroll", "approval")}
-    fine &= read_until(payroll, answers["payroll"], b'"progress":1', 10)
-    fine &= read_until(approval, answers["approval"], b"elicitation/create", 10)
     for listen, answer in listens:
         fine &= read_until(listen, answer, b"acknowledged", 10)
+    answers = {name: bytearray() for name in ("payroll", "approval")}
+    approval = send(url, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                          "params": {"name": "approve_payroll", "arguments": {}}}, in_session(asking))
+    fine &= read_until(approval, answers["approval"], b"elicitation/create", 10)
+    payroll = send(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                         "params": {"name": "run_payroll", "arguments": {}, "_meta": {"progressToken": "p"}}},
+                   in_session(paying))
+    fine &= read_until(payroll, answers["payroll"], b'"progress":1', 10)
     if not fine:
         print("FAIL the calls and listens did not start:", answers, [bytes(a) for _, a in listens])
         return False
 
     os.kill(pid, signal.SIGTERM)
     signalled = time.monotonic()
+    seen: dict = {"payrollResultBeforeSignal": b'"result"' in answers["payroll"]}
+    if log:
+        seen["logLinesAtSignal"] = len(Path(log).read_text().splitlines())
+    before = [len(answer) for _, answer in listens]
+    # run_payroll's result, and whether its instance had begun to drain by then.
+    read_until(payroll, answers["payroll"], b'"result"', drain_secs + 5)
+    if stderr:
+        seen["drainingAtPayrollResult"] = "http: draining" in Path(stderr).read_text(errors="replace")
     # Requests sent while the instance drains, through the proxy: each is answered.
     statuses = list_tools(url, 10, 6, pause=0.1)
     for name, connection in (("payroll", payroll), ("approval", approval)):
         read_until(connection, answers[name], b"\x00", drain_secs + 5)
         connection.close()
+    # The instance's exit, timed before the listens are read: the one on the other
+    # instance is read for 3 s, for an end that does not come. At the latest the drain's
+    # deadline and its grace for the last answers, and half a second to exit.
+    gone = exited(pid, max(0.1, signalled + drain_secs + DRAIN_GRACE + 0.5 - time.monotonic()))
+    took = time.monotonic() - signalled
     ended = [read_until(listen, answer, b'"resultType":"complete"', 3) for listen, answer in listens]
     for listen, _ in listens:
         listen.close()
-    gone = exited(pid, drain_secs + 5)
-    took = time.monotonic() - signalled
     paid, refused = last_message(bytes(answers["payroll"])), last_message(bytes(answers["approval"]))
     print(f"tools/list through the proxy during the drain: {statuses}")
     print(f"run_payroll ended with: {json.dumps(paid)[:160]}")
     print(f"approve_payroll ended with: {json.dumps(refused)[:200]}")
-    print(f"listens ended with their result: {ended}; the instance exited after {took:.1f} s: {gone}")
+    print(f"listens ended with their result: {ended}; the instance exited: {gone}, {took:.1f} s after the signal")
     fine = (
         statuses == ["200"] * 6
         and str(paid.get("result", {}).get("content", [{}])[0].get("text", "")).startswith("Payroll for 3")
@@ -305,7 +342,16 @@ def drain(url: str, pid: int, prefix: str, drain_secs: float) -> bool:
     fine &= after == ["200"] * 4
     if not fine:
         print("FAIL expected every tools/list answered 200, run_payroll's result, approve_payroll's drain error, "
-              "the one listen on the stopped instance ended with its result, and the instance gone after its drain")
+              "the one listen on the stopped instance ended with its result, and the instance gone at its drain's deadline (and grace), not before")
+    if keep:
+        seen["listens"] = [
+            {"ended": end, "beforeSignal": bytes(answer[:cut]).decode(errors="replace"),
+             "afterSignal": bytes(answer[cut:]).decode(errors="replace")}
+            for (_, answer), cut, end in zip(listens, before, ended)
+        ]
+        seen["toolsListSent"] = len(statuses) + len(after)
+        seen["exitedAfterSeconds"] = round(took, 2) if gone else None
+        Path(keep).write_text(json.dumps(seen, indent=1))
     return fine
 
 
@@ -370,12 +416,15 @@ def crowd(url: str, pid: int, seconds: float, count: int) -> bool:
 
 # The access log's lines, as run writes them (log_format mcp):
 # upstream status "request" "Mcp-Method" "Mcp-Name" "Mcp-Session-Id"
-LINE = re.compile(r'^(\S+) (\d+) "([^"]*)" "([^"]*)" "([^"]*)" "([^"]*)"$')
+# The upstream is a list when nginx tried more than one ("127.0.0.1:1, 127.0.0.1:2": the
+# first refused the connection, an instance that has stopped listening); the last answered.
+LINE = re.compile(r'^(\S+(?:, \S+)*) (\d+) "([^"]*)" "([^"]*)" "([^"]*)" "([^"]*)"$')
 
 
-def log_lines(path: str) -> list[dict[str, str]]:
+def log_lines(path: str, skip: int = 0) -> list[dict[str, str]]:
+    """The access log's lines, from line SKIP (0: all)."""
     lines = []
-    for text in Path(path).read_text().splitlines():
+    for text in Path(path).read_text().splitlines()[skip:]:
         found = LINE.match(text)
         if found:
             upstream, status, request, method, name, session = found.groups()
@@ -515,6 +564,93 @@ def listened(path: str) -> bool:
     return fine
 
 
+def kept(path: str) -> dict | None:
+    """What `drain --keep` saw, or None (and why) when it wrote nothing."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        print(f"FAIL nothing kept by the drain check in {path}: {error}")
+        return None
+
+
+def updates_of(stream: str, uri: str) -> int:
+    """How many `notifications/resources/updated` for URI an event stream holds."""
+    count = 0
+    for line in stream.splitlines():
+        if line.startswith("data: "):
+            try:
+                message = json.loads(line[6:])
+            except ValueError:
+                continue  # an event cut in two where the drain check cut the stream
+            if message.get("method") == "notifications/resources/updated" and message.get("params", {}).get("uri") == uri:
+                count += 1
+    return count
+
+
+def heard(keep: str, uri: str) -> bool:
+    """From what `drain --keep ... --stderr` saw: the stopped instance's run_payroll ended
+    during its drain (its result came after the signal, once the instance had said it
+    was draining), and the listen that stayed open, on the other instance (the one on
+    the stopped instance ended), heard that run's change of URI once, after the signal:
+    published by an instance in its drain, relayed by the store. Without the store, the
+    other instance hears nothing of it."""
+    seen = kept(keep)
+    if seen is None:
+        return False
+    before, in_drain = seen.get("payrollResultBeforeSignal"), seen.get("drainingAtPayrollResult")
+    print(f"run_payroll's result before the signal: {before}; its instance draining when it came: {in_drain}")
+    open_listens = [listen for listen in seen.get("listens", []) if not listen["ended"]]
+    if len(open_listens) != 1:
+        print(f"FAIL expected one listen left open (on the other instance), found {len(open_listens)}")
+        return False
+    listen = open_listens[0]
+    whole = listen["beforeSignal"] + listen["afterSignal"]
+    early, total = updates_of(listen["beforeSignal"], uri), updates_of(whole, uri)
+    print(f"the listen on the other instance: {early} update(s) of {uri} before the signal, {total - early} after")
+    print(f"what it heard after the signal: {listen['afterSignal'][:400]!r}")
+    fine = before is False and in_drain is True and early == 0 and total == 1
+    if not fine:
+        print(f"FAIL expected run_payroll to end during the drain, and the listen on the other instance to hear "
+              f"its change of {uri} once, after the signal")
+    return fine
+
+
+def drained(path: str, keep: str, stopped: str, other: str) -> bool:
+    """nginx's access log (PATH) from the signal `drain --keep ... --log` saw: every
+    `tools/list` sent during the drain and after it answered 200 by OTHER (the last
+    upstream nginx tried: the stopped instance, which refuses connections, may come
+    first, and was sent nothing); the calls under way at the signal (run_payroll and
+    approve_payroll, each in a handshake-era session: the log's lines with a session id)
+    answered by STOPPED, where they ran."""
+    seen = kept(keep)
+    if seen is None or "logLinesAtSignal" not in seen:
+        print("FAIL the drain check kept no count of the log's lines (--log)")
+        return False
+    since = log_lines(path, seen["logLinesAtSignal"])
+    listings = [line for line in since if line["method"] == "tools/list"]
+    last = lambda line: line["upstream"].split(", ")[-1]
+    tried_first = sum(line["upstream"].startswith(stopped + ",") for line in listings)
+    by_instance: dict[str, int] = {}
+    for line in listings:
+        by_instance[f"{last(line)} {line['status']}"] = by_instance.get(f"{last(line)} {line['status']}", 0) + 1
+    print(f"tools/list since the signal: {len(listings)} of {seen['toolsListSent']} sent; answered by: {by_instance}; "
+          f"{tried_first} tried {stopped} first (refused)")
+    calls = [line for line in since if line["session"] != "-"]
+    for line in since:
+        if line["method"] != "tools/list":
+            print(f"  {line['method']} {line['name']} {line['session']} -> {line['upstream']} {line['status']}")
+    fine = (
+        len(listings) == seen["toolsListSent"]
+        and all(last(line) == other and line["status"] == "200" for line in listings)
+        and len(calls) == 2
+        and all(line["upstream"] == stopped for line in calls)
+    )
+    if not fine:
+        print(f"FAIL expected the {seen['toolsListSent']} tools/list answered 200 by {other}, "
+              f"and the two calls in sessions (run_payroll, approve_payroll) by {stopped}")
+    return fine
+
+
 def replay(url: str, path: str, instances: dict[str, str]) -> bool:
     """approve_payroll through nginx: asked, answered yes once, run; then the same retry,
     word for word, straight to the instance that did not run it: refused, used already
@@ -644,6 +780,9 @@ def main() -> None:
     p.add_argument("--pid", type=int, required=True, help="the instance to stop")
     p.add_argument("--prefix", required=True, help="the start of its session ids (--session-prefix)")
     p.add_argument("--drain-secs", type=float, required=True, help="its --drain-secs")
+    p.add_argument("--keep", metavar="FILE", help="where what was seen is kept, for `heard` and `drained`")
+    p.add_argument("--log", metavar="LOG", help="nginx's access log: its length at the signal goes in FILE")
+    p.add_argument("--stderr", metavar="LOG", help="the instance's stderr: whether it was draining when run_payroll ended")
     p = sub.add_parser("spread")
     p.add_argument("log")
     p.add_argument("--asking", default="approve_payroll")
@@ -651,6 +790,14 @@ def main() -> None:
     p.add_argument("log")
     p.add_argument("--instance", action="append", default=[], metavar="PREFIX=UPSTREAM", help="repeatable")
     sub.add_parser("listened").add_argument("log")
+    p = sub.add_parser("heard")
+    p.add_argument("keep", metavar="FILE", help="what `drain --keep FILE --stderr LOG` saw")
+    p.add_argument("--uri", default="payroll://last-run")
+    p = sub.add_parser("drained")
+    p.add_argument("log")
+    p.add_argument("keep", metavar="FILE", help="what `drain --keep FILE --log LOG` saw")
+    p.add_argument("--stopped", required=True, metavar="UPSTREAM", help="the instance stopped, as nginx logs it")
+    p.add_argument("--other", required=True, metavar="UPSTREAM", help="the instance left")
     p = sub.add_parser("replay")
     p.add_argument("url")
     p.add_argument("log")
@@ -676,13 +823,17 @@ def main() -> None:
     elif args.check == "gone":
         fine = gone(args.url, args.session)
     elif args.check == "drain":
-        fine = drain(args.url, args.pid, args.prefix, args.drain_secs)
+        fine = drain(args.url, args.pid, args.prefix, args.drain_secs, args.keep, args.log, args.stderr)
     elif args.check == "spread":
         fine = spread(args.log, args.asking)
     elif args.check == "affinity":
         fine = affinity(args.log, dict(item.split("=", 1) for item in args.instance))
     elif args.check == "listened":
         fine = listened(args.log)
+    elif args.check == "heard":
+        fine = heard(args.keep, args.uri)
+    elif args.check == "drained":
+        fine = drained(args.log, args.keep, args.stopped, args.other)
     elif args.check == "replay":
         fine = replay(args.url, args.log, dict(item.split("=", 1) for item in args.instance))
     elif args.check == "unrecorded":
