@@ -77,9 +77,15 @@ fn instance(url: &str, more: &[&str]) -> RunningServer {
 /// Wait until `server` has subscribed to the channel `times` times in all (its relay
 /// hears the other instances from then on).
 fn wait_hearing(server: &RunningServer, times: usize) {
+    wait_logged(server, HEARING, times);
+}
+
+/// Wait until `server` has written `line` to stderr `times` times in all (its stderr is
+/// read by a thread of its own, a moment after the server writes it).
+fn wait_logged(server: &RunningServer, line: &str, times: usize) {
     let deadline = Instant::now() + Duration::from_secs(15);
-    while server.stderr().matches(HEARING).count() < times {
-        assert!(Instant::now() < deadline, "the relay did not subscribe; stderr:\n{}", server.stderr());
+    while server.stderr().matches(line).count() < times {
+        assert!(Instant::now() < deadline, "not logged {times} times: {line}; stderr:\n{}", server.stderr());
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -227,6 +233,27 @@ fn a_used_approval_stays_used_when_redis_loses_its_keys() {
 }
 
 #[test]
+fn a_used_approval_stays_used_when_redis_comes_back_from_an_old_snapshot() {
+    // Redis's default persistence: a snapshot now and then, loaded when Redis starts
+    // again after a crash. One taken before the state was used has the record's
+    // beginning, and not the use.
+    let dir = std::env::temp_dir().join(format!("mcp-workbook-fleet-snapshot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let in_dir = ["--dir", dir.to_str().unwrap()];
+    let port = free_port();
+    let mut redis = RedisServer::start_with(port, &in_dir).expect("redis-server runs");
+    let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
+    let state = new_state(a.address);
+    assert_eq!(redis.cli(&["SAVE"]), "OK");
+    assert_eq!(approve(a.address, &state).0, RAN);
+    redis.stop(); // killed: it saves nothing more
+    let _redis = RedisServer::start_with(port, &in_dir).expect("redis-server runs again from its snapshot");
+    let answer = approve_once_back(b.address, &state);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(answer, OLDER, "the payroll ran twice: Redis came back from a snapshot taken before its use");
+}
+
+#[test]
 fn the_rate_limit_is_the_fleets_total() {
     let redis = redis();
     let flags = ["--max-calls-per-minute", "4"];
@@ -332,12 +359,40 @@ fn an_instance_over_stdio_hears_a_change_made_on_another() {
 }
 
 #[test]
+fn each_stdio_process_counts_its_own_calls() {
+    // Over stdio the caller is the process's one host: two hosts, one call a minute each,
+    // on one store, are two callers, not one count.
+    use std::io::Write;
+    let redis = redis();
+    for host in ["first", "second"] {
+        let mut stdio = Command::new(BINARY)
+            .args(["--stdio", "--state-store", &redis.url(), "--max-calls-per-minute", "1"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = stdio.stdin.take().unwrap();
+        for line in [
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": host, "version": "1" } } }),
+            json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+            json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "PingME", "arguments": {} } }),
+        ] {
+            writeln!(stdin, "{line}").unwrap();
+        }
+        drop(stdin); // closing stdin stops a stdio server
+        let said = String::from_utf8(stdio.wait_with_output().unwrap().stdout).unwrap();
+        assert!(said.contains("BISMILLAH"), "the {host} host's call was refused: {said}");
+    }
+}
+
+#[test]
 fn bad_store_flags_are_refused_at_start() {
     let prefix = "want 1 to 64 letters, digits, '-', '_', '.' or ':'";
     for (flags, says) in [
         (["--state-store-prefix", "a b"], prefix),
         (["--state-store-prefix", ""], prefix),
-        (["--state-store", "http://127.0.0.1:1"], "--state-store http://127.0.0.1:1: "),
+        (["--state-store", "http://127.0.0.1:1"], "--state-store: Redis URL did not parse"),
     ] {
         let mut server = Command::new(BINARY)
             .args(["--bind", "127.0.0.1:0"])
@@ -372,7 +427,7 @@ fn with_redis_stopped_an_approval_is_refused_other_tools_answer_and_both_come_ba
     assert!(took < ANSWERED_WITHIN, "the refusal took {took:?}");
     assert_eq!(ping_me(a.address), "BISMILLAH");
     assert_eq!(ping_me(b.address), "BISMILLAH");
-    assert!(b.stderr().contains("input_required: an approval not run"), "{}", b.stderr());
+    wait_logged(&b, "input_required: an approval not run", 1);
 
     // Redis back, empty (no persistence): it cannot vouch for a state issued before, which
     // may have been used; a new one runs, once.
@@ -451,7 +506,7 @@ fn what_is_in_the_store_and_not_ours_is_an_error_never_a_panic() {
         redis.cli(&["SET", key.trim(), "not a number"]);
     }
     assert_eq!(ping_me(a.address), "BISMILLAH");
-    assert!(a.stderr().contains("rate limit: counted by this instance alone"), "{}", a.stderr());
+    wait_logged(&a, "rate limit: counted by this instance alone", 1);
     // Messages on the channel that are not ours: ignored, and the next real one relayed.
     let (mut on_b, mut raw_b) = listen(b.address);
     let long = json!({ "instance": "x", "uri": format!("payroll://{}", "x".repeat(5000)) }).to_string();
@@ -462,6 +517,17 @@ fn what_is_in_the_store_and_not_ours_is_an_error_never_a_panic() {
     read_until(&mut on_b, &mut raw_b, UPDATED);
     assert_eq!(notices(&raw_b), 1, "{}", String::from_utf8_lossy(&raw_b));
     // Each of the five was read before the real one, and refused.
+    wait_logged(&b, "a message on the channel that is not ours", 5);
     assert_eq!(b.stderr().matches("a message on the channel that is not ours").count(), 5, "{}", b.stderr());
+    // The record of used states beginning at the largest number, then at a word: an
+    // approval is refused as the store's fault (it did not run), never a panic.
+    let keys = redis.cli(&["KEYS", "mcp-workbook:record-since:*"]);
+    assert_eq!(keys.lines().count(), 1, "{keys}");
+    for since in [u64::MAX.to_string().as_str(), "soon"] {
+        redis.cli(&["SET", keys.trim(), since]);
+        let state = new_state(a.address);
+        let said = approve(a.address, &state).0;
+        assert!(said.starts_with(NOT_RECORDED), "record-since {since}: {said}");
+    }
     assert!(a.is_running() && b.is_running(), "an instance fell over");
 }

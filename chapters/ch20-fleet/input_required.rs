@@ -173,14 +173,15 @@ fn verify_state(state: &str, call: &str, now: u64) -> Result<(u64, u64), RpcErro
 const NOT_ISSUED: &str = "is not one this server issued";
 
 // ANCHOR: not_recorded
-/// Chapter 20: the store did not answer, so whether this state was used is unknown, and
-/// the approval does not run: run, it could run twice. -32603, "Internal error" (the
-/// server's own fault, not the client's params, so not -32602): the state stays unused,
-/// and the same retry, sent again once the store is back, runs.
+/// Chapter 20: the store failed (it did not answer, or answered what is not ours), so
+/// whether this state was used is unknown, and the approval does not run: run, it could
+/// run twice. -32603, "Internal error" (the server's own fault, not the client's params,
+/// so not -32602). The same retry, sent again once the store is back, runs once, or is
+/// refused (its use may have reached the store after all), and the client asks again.
 fn not_recorded(error: &StoreError) -> RpcError {
     eprintln!("input_required: an approval not run, its state not recorded: {error}");
     RpcError::internal_error(
-        "the approval could not be recorded as used (the state store did not answer), so it did not run; \
+        "the approval could not be recorded as used (the state store failed), so it did not run; \
          send the same retry again later",
     )
 }

@@ -40,11 +40,14 @@ impl RateLimit {
     }
 
     /// Take one call from `caller`'s share: `Err` when it has no whole call left, with
-    /// the seconds until it surely has one again. A fleet's store counts the call; a
-    /// store that does not answer leaves it to this instance's own count, so that the
-    /// limit still holds, per instance, and other tools go on.
-    pub fn take(&self, caller: &str) -> Result<(), u64> {
-        match self.store.take_call(caller, self.per_minute) {
+    /// the seconds until it surely has one again. A fleet's store counts the call when it
+    /// is `fleet_wide` (over HTTP: over stdio the caller is the one host of this process,
+    /// and every stdio process would share one count); a store that does not answer
+    /// leaves it to this instance's own count, so that the limit still holds, per
+    /// instance, and other tools go on.
+    pub fn take(&self, caller: &str, fleet_wide: bool) -> Result<(), u64> {
+        let counted = if fleet_wide { self.store.take_call(caller, self.per_minute) } else { Ok(None) };
+        match counted {
             Ok(Some((true, _))) => Ok(()),
             // Rounded up: a client that waits a whole second less than the window has left
             // would be refused again.

@@ -111,10 +111,11 @@ pub enum Routed {
 /// what goes back out.
 pub fn route(message: Message, via: Via, caller: &Caller, catalog: &'static Catalog, rate_limit: &RateLimit) -> Routed {
     // Each tool call takes one from its caller's share, before anything else is done
-    // with it: a caller with none left is refused (see `RateLimit`).
+    // with it: a caller with none left is refused (see `RateLimit`). Over stdio the
+    // caller is this process's one host: counted here, not in the fleet's store.
     if let Message::Request { id, method, .. } = &message
         && method == "tools/call"
-        && let Err(seconds) = rate_limit.take(&caller.rate_key())
+        && let Err(seconds) = rate_limit.take(&caller.rate_key(), matches!(via, Via::Http(_)))
     {
         return Routed::AsIs(rate_limit.refusal(id.clone(), seconds));
     }

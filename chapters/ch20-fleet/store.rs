@@ -103,6 +103,7 @@ impl Store {
                     Ok(false) => {}
                     Err(error) => eprintln!("store: the record of used states will begin at its first use: {error}"),
                 }
+                redis.check_setup();
             }
         }
     }
@@ -151,12 +152,17 @@ impl From<RedisError> for StoreError {
 /// approvals in ten minutes, a few hundred kilobytes.
 const MAX_USED_STATES: usize = 10_000;
 
+/// `--state-store` from the environment, where other users of the machine cannot read
+/// it (they can read a process's flags, with `ps`).
+const STORE_VARIABLE: &str = "MCP_WORKBOOK_STATE_STORE";
+
 /// This piece's flags, which `main.rs` takes in with its own (`#[command(flatten)]`).
 #[derive(clap::Args)]
 pub struct StoreFlags {
     /// Keep the state instances share (used `requestState`s, the rate limit, resource
     /// changes) in Redis, `redis://HOST:PORT` (chapter 20): every instance behind one load
-    /// balancer names the same one. Without it, in this process: one instance only.
+    /// balancer names the same one. Without it, in this process: one instance only. A
+    /// URL with a password: prefer the variable MCP_WORKBOOK_STATE_STORE (flags show in `ps`).
     #[arg(long, value_name = "URL")]
     pub state_store: Option<String>,
     /// The start of every key and channel this server uses in the store, so that
@@ -168,10 +174,12 @@ pub struct StoreFlags {
 impl StoreFlags {
     /// The store the flags name; `max_used_states` bounds the record in the process.
     pub fn store(&self, max_used_states: Option<usize>) -> Result<Store, String> {
-        let Some(url) = &self.state_store else {
+        let from_environment = || std::env::var(STORE_VARIABLE).ok().filter(|url| !url.is_empty());
+        let Some(url) = self.state_store.clone().or_else(from_environment) else {
             return Ok(Store::InProcess(Mutex::new(UsedStates::new(max_used_states.unwrap_or(MAX_USED_STATES)))));
         };
-        let client = Client::open(url.as_str()).map_err(|error| format!("--state-store {url}: {error}"))?;
+        // Not the URL in the error: it may hold a password.
+        let client = Client::open(url.as_str()).map_err(|error| format!("--state-store: {error}"))?;
         let (prefix, instance) = (self.state_store_prefix.clone(), format!("{:016x}", random_u64()));
         let (idle, paused_until) = (Mutex::new(Vec::new()), Mutex::new(None));
         let state_ttl = AtomicU64::new(0);
@@ -271,8 +279,9 @@ const MAX_RELAYED_URI_BYTES: usize = 2048;
 /// Redis, and what this instance keeps to talk to it.
 pub struct Redis {
     client: Client,
-    /// Connections open and free, for the next command.
-    idle: Mutex<Vec<Connection>>,
+    /// Connections open and free, for the next command, each with the key of its
+    /// Redis's record (`connect`).
+    idle: Mutex<Vec<(Connection, String)>>,
     /// Until when Redis is not asked (`PAUSE_AFTER_FAILURE`).
     paused_until: Mutex<Option<Instant>>,
     /// How long a state lives, once the process has started (`Store::start`).
@@ -289,24 +298,29 @@ impl Redis {
     /// `SET PREFIX:used-state:ID 1 NX PX MS`: record the state as used unless it is
     /// already, in one atomic command, whichever instance asks first; kept until the
     /// state expires, and a little longer (`CLOCK_SKEW_SECS`). In the same `MULTI`, the
-    /// record's own start, `PREFIX:record-since` (`begin_record`), set again if it is
-    /// gone: a Redis that lost its keys (a restart without persistence) begins its record
+    /// record's own start (`begin_record`), set if it is not there: a Redis that lost its
+    /// keys, or came back from a snapshot older than its last writes, begins its record
     /// again, and every state issued before then is refused, as a restarted process
     /// refuses them (`UsedStates`): it may have been used where this record cannot see.
     fn set_if_absent(&self, id: u64, expires: u64, now: u64) -> Result<Result<(), &'static str>, StoreError> {
-        let (key, since_key) = (format!("{}:used-state:{id}", self.prefix), format!("{}:record-since", self.prefix));
+        let key = format!("{}:used-state:{id}", self.prefix);
         let keep_ms = (expires.saturating_sub(now) + 1 + CLOCK_SKEW_SECS) * 1000;
-        let (_, since, first): (Option<String>, Option<String>, Option<String>) = self.command(|c| {
+        let (since, first) = self.command_in_life(|c, since_key| {
             let mut pipe = redis::pipe();
-            pipe.atomic().cmd("SET").arg(&since_key).arg(now).arg("NX").cmd("GET").arg(&since_key);
-            pipe.cmd("SET").arg(&key).arg(1).arg("NX").arg("PX").arg(keep_ms).query(c)
+            pipe.atomic().cmd("SET").arg(since_key).arg(now).arg("NX").ignore().cmd("GET").arg(since_key);
+            let (since, first): (Option<String>, Option<String>) =
+                pipe.cmd("SET").arg(&key).arg(1).arg("NX").arg("PX").arg(keep_ms).query(c)?;
+            Ok((since, first))
         })?;
-        let Some(since) = since.as_deref().and_then(|since| since.parse::<u64>().ok()) else {
-            return Err(StoreError::not_ours(format!("Redis's {since_key} is {since:?}")));
+        // A beginning this server could have written: a second since 1970, not after now
+        // by more than the clocks may differ.
+        let since = since.as_deref().and_then(|since| since.parse::<u64>().ok());
+        let Some(since) = since.filter(|since| *since <= now.saturating_add(CLOCK_SKEW_SECS)) else {
+            return Err(StoreError::not_ours(format!("Redis's record of used states begins at {since:?}")));
         };
         let state_ttl = self.state_ttl.load(Ordering::Relaxed);
         // Issued in the second the record began, or before: it may have been used.
-        if expires <= since + state_ttl {
+        if expires <= since.saturating_add(state_ttl) {
             return Ok(Err("is older than this server's record of used states"));
         }
         match first.as_deref() {
@@ -316,12 +330,15 @@ impl Redis {
         }
     }
 
-    /// `SET PREFIX:record-since NOW NX`: the record of used states begins now, unless it
-    /// began before. `true`: it begins now.
+    /// `SET PREFIX:record-since:RUN_ID NOW NX`: the record of used states begins now,
+    /// unless it began before in this life of Redis. `RUN_ID` is Redis's own name for
+    /// the life of its process (`INFO server`), new each time it starts: a Redis that
+    /// starts again empty, or from a snapshot that misses its last writes, or a replica
+    /// that takes its place, is a new life, whose record begins anew. `true`: it begins now.
     fn begin_record(&self, now: u64) -> Result<bool, StoreError> {
-        let since_key = format!("{}:record-since", self.prefix);
-        let reply =
-            self.command(|c| redis::cmd("SET").arg(&since_key).arg(now).arg("NX").query::<Option<String>>(c))?;
+        let reply = self.command_in_life(|c, since_key| {
+            redis::cmd("SET").arg(since_key).arg(now).arg("NX").query::<Option<String>>(c)
+        })?;
         Ok(reply.is_some())
     }
     // ANCHOR_END: set_if_absent
@@ -363,16 +380,52 @@ impl Redis {
         self.command(|c| redis::cmd("PUBLISH").arg(&channel).arg(&message).query::<i64>(c)).map(|_| ())
     }
 
+    /// What this server needs of Redis and cannot set itself, said at start. Redis 7.0
+    /// or later: an older one has no `PEXPIRE ... NX`, and the rate limit counts on each
+    /// instance alone. A Redis that evicts no key (`maxmemory-policy noeviction`): every
+    /// key here expires, so every other policy, the `volatile-*` ones too, may evict a
+    /// used state, which then runs again. A managed Redis may refuse `CONFIG`: then say
+    /// that too.
+    fn check_setup(&self) {
+        let info = self.command(|c| redis::cmd("INFO").arg("server").query::<String>(c));
+        let version = info.ok().and_then(|info| {
+            info.lines().find_map(|line| line.trim_end().strip_prefix("redis_version:").map(str::to_string))
+        });
+        let major = version.as_deref().and_then(|version| version.split('.').next()?.parse::<u32>().ok());
+        if major.is_none_or(|major| major < 7) {
+            eprintln!("store: Redis {version:?} is not 7.0 or later: the rate limit will count on each instance alone");
+        }
+        let policy = self.command(|c| redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query::<Vec<String>>(c));
+        match policy.as_ref().map(|pair| pair.get(1).map(String::as_str)) {
+            Ok(Some("noeviction")) => {}
+            Ok(policy) => eprintln!(
+                "store: Redis may evict keys (maxmemory-policy {policy:?}): a used requestState it evicts can \
+                 be used again; set it to noeviction"
+            ),
+            Err(error) => eprintln!("store: Redis's maxmemory-policy is unknown ({error}): it must be noeviction"),
+        }
+    }
+
     fn channel(&self) -> String {
         format!("{}:resources-updated", self.prefix)
     }
 
     // ANCHOR: command
-    /// Run `command` on a free connection, or a new one. A connection that fails is
-    /// closed. One taken from the free ones may have been closed by Redis meanwhile (a
-    /// restart): that failure, and no other (a timeout is Redis not answering), is tried
-    /// once more, on a new connection. Redis not answering pauses it (`PAUSE_AFTER_FAILURE`).
+    /// Run `command` on a free connection, or a new one.
     fn command<T>(&self, command: impl Fn(&mut Connection) -> redis::RedisResult<T>) -> Result<T, StoreError> {
+        self.command_in_life(|connection, _| command(connection))
+    }
+
+    /// Run `command` on a free connection, or a new one, with the key of the record's
+    /// beginning in the life of the Redis that connection reaches (`begin_record`). A
+    /// connection that fails is closed. One taken from the free ones may have been closed
+    /// by Redis meanwhile (a restart): that failure, and no other (a timeout is Redis not
+    /// answering), is tried once more, on a new connection. Redis not answering pauses
+    /// it (`PAUSE_AFTER_FAILURE`).
+    fn command_in_life<T>(
+        &self,
+        command: impl Fn(&mut Connection, &str) -> redis::RedisResult<T>,
+    ) -> Result<T, StoreError> {
         if lock(&self.paused_until).is_some_and(|until| Instant::now() < until) {
             let why = "Redis did not answer less than a second ago, and is not asked again yet".into();
             return Err(StoreError { why, unreachable: true });
@@ -383,36 +436,44 @@ impl Redis {
         }
         outcome
     }
-    // ANCHOR_END: command
 
-    fn try_command<T>(&self, command: impl Fn(&mut Connection) -> redis::RedisResult<T>) -> Result<T, StoreError> {
+    fn try_command<T>(&self, command: impl Fn(&mut Connection, &str) -> redis::RedisResult<T>) -> Result<T, StoreError> {
         let reused = lock(&self.idle).pop();
         let was_reused = reused.is_some();
-        let mut connection = match reused {
-            Some(connection) => connection,
+        let (mut connection, mut since_key) = match reused {
+            Some(link) => link,
             None => self.connect()?,
         };
-        let outcome = match command(&mut connection) {
+        let outcome = match command(&mut connection, &since_key) {
             Err(error) if was_reused && !error.is_timeout() && error.is_connection_dropped() => {
-                connection = self.connect()?;
-                command(&mut connection)
+                (connection, since_key) = self.connect()?;
+                command(&mut connection, &since_key)
             }
             outcome => outcome,
         };
         let value = outcome?;
         let mut idle = lock(&self.idle);
         if idle.len() < MAX_IDLE_CONNECTIONS {
-            idle.push(connection);
+            idle.push((connection, since_key));
         }
         Ok(value)
     }
+    // ANCHOR_END: command
 
-    /// A new connection, with the deadlines above on connecting and on every command.
-    fn connect(&self) -> Result<Connection, StoreError> {
-        let connection = self.client.get_connection_with_timeout(CONNECT_TIMEOUT)?;
+    /// A new connection, with the deadlines above on connecting and on every command,
+    /// and the key of the record's beginning in this life of Redis,
+    /// `PREFIX:record-since:RUN_ID`: one round trip more, once per connection.
+    fn connect(&self) -> Result<(Connection, String), StoreError> {
+        let mut connection = self.client.get_connection_with_timeout(CONNECT_TIMEOUT)?;
         connection.set_read_timeout(Some(COMMAND_TIMEOUT))?;
         connection.set_write_timeout(Some(COMMAND_TIMEOUT))?;
-        Ok(connection)
+        let info: String = redis::cmd("INFO").arg("server").query(&mut connection)?;
+        // `run_id:` and 40 hex digits, on a line of its own; anything else is not Redis.
+        let run_id = info.lines().find_map(|line| line.trim_end().strip_prefix("run_id:"));
+        let Some(run_id) = run_id.filter(|id| id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())) else {
+            return Err(StoreError::not_ours("Redis's INFO names no run_id".into()));
+        };
+        Ok((connection, format!("{}:record-since:{run_id}", self.prefix)))
     }
 
     // ANCHOR: relay
@@ -436,7 +497,7 @@ impl Redis {
 
     /// One subscription, until it fails. Once it is made, the backoff starts over.
     fn listen(&self, relay: &impl Fn(&str), backoff: &mut Duration) -> Result<(), StoreError> {
-        let mut connection = self.connect()?;
+        let (mut connection, _) = self.connect()?;
         let mut subscription = connection.as_pubsub();
         subscription.subscribe(self.channel())?;
         subscription.set_read_timeout(Some(RELAY_QUIET_CHECK))?;
@@ -446,7 +507,11 @@ impl Redis {
             let message = match subscription.get_message() {
                 Ok(message) => message,
                 Err(error) if error.is_timeout() => {
+                    // The answer within a command's deadline: a Redis that vanished
+                    // without closing the connection is found now, not a quiet time later.
+                    subscription.set_read_timeout(Some(COMMAND_TIMEOUT))?;
                     subscription.ping::<redis::Value>()?;
+                    subscription.set_read_timeout(Some(RELAY_QUIET_CHECK))?;
                     continue;
                 }
                 Err(error) => return Err(error.into()),

@@ -28,8 +28,15 @@ impl RedisServer {
     /// Start one on `port` (a test that restarts Redis where it was), and wait until it
     /// answers `PING`.
     pub fn start_on(port: u16) -> Result<RedisServer, String> {
+        RedisServer::start_with(port, &[])
+    }
+
+    /// Start one on `port` with `more` of redis-server's flags (`--dir DIR`: where a
+    /// `SAVE` writes its snapshot, and whence a Redis started there loads it).
+    pub fn start_with(port: u16, more: &[&str]) -> Result<RedisServer, String> {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(more)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
