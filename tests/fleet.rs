@@ -34,6 +34,7 @@
 //!   on either instance, and reach nothing;
 //! - a `subscriptions/listen` with `taskIds` on the other instance hears the task;
 //! - the instance that ran a task drained (SIGTERM) and gone, the other answers its end;
+//!   one that waited for an answer through the drain ends `failed`, in the store too;
 //! - Redis stopped: a call that would be a task runs as an ordinary one, and a task held
 //!   elsewhere is -32603, not "not found" (it may exist);
 //! - a record, an answer or a message in the store that is not ours is an error, logged,
@@ -693,6 +694,25 @@ fn the_end_of_a_task_outlives_the_instance_that_ran_it() {
     assert!(status.success(), "{status}");
     let ended = task_request(b.address, &alice, "tasks/get", &id, json!({}));
     assert_eq!(ended["result"]["status"], "completed", "a's end died with it: {ended}");
+}
+
+#[test]
+fn a_task_waiting_when_its_instance_is_drained_ends_in_the_store() {
+    let redis = redis();
+    let mut a = instance_with_authorization(&redis.url(), &["--drain-secs", "1"]);
+    let b = instance_with_authorization(&redis.url(), &[]);
+    let alice = token("alice");
+    let id = new_task(a.address, &alice, "approve_payroll");
+    assert_eq!(poll_past(b.address, &alice, &id, &["working"])["result"]["status"], "input_required");
+    // Nobody answers before a's drain ends: the task fails with the server's error, and
+    // says so in the store, instead of waiting there until its record expires.
+    a.terminate().unwrap();
+    let status = a.wait_for_exit(Duration::from_secs(10)).expect("a exits");
+    assert!(status.success(), "{status}");
+    let ended = task_request(b.address, &alice, "tasks/get", &id, json!({}));
+    assert_eq!(ended["result"]["status"], "failed", "{ended}");
+    let error = ended.pointer("/result/error/message").and_then(Value::as_str).unwrap_or_default();
+    assert!(error.contains("the server is stopping"), "{ended}");
 }
 
 #[test]
