@@ -221,7 +221,8 @@ impl Tasks {
         };
         // ANCHOR: record
         // "Servers MUST set `resultType` to `"task"` when returning a `CreateTaskResult`".
-        let mut created = self.shown(&id, &task);
+        let shown = self.shown(&id, &task);
+        let mut created = shown.clone();
         created["resultType"] = json!("task");
         // The record is in place before the answer goes out: "A server MUST NOT return
         // `CreateTaskResult` until the task is durably created — that is, until a
@@ -231,7 +232,6 @@ impl Tasks {
         drop(held);
         // Chapter 20: and in the store, for every instance, before the answer goes out.
         // A store that does not answer: no task, and the call runs as an ordinary one.
-        let shown = self.shown(&id, lock(&self.held).get(&id).expect("just inserted"));
         if let Err(error) = server.store.write_task(&id, &owner, &shown, self.ttl) {
             eprintln!("tasks: a call runs as an ordinary one, for its task could not be stored: {error}");
             lock(&self.held).remove(&id);
