@@ -23,6 +23,22 @@
 //! - what is in the store and is not ours (a count that is not a number, a message on
 //!   the channel that is not JSON, names no URI or one too long) is an error the server
 //!   logs, never a panic.
+//!
+//! Tasks (chapter 19) in the store, with authorization on, as chapter 19's transcript runs:
+//! - a task created on one instance resolves on the other at once ("until a `tasks/get`
+//!   for the returned `taskId` would resolve"), and is polled there to `completed`;
+//! - a task waiting on one instance is answered (`tasks/update`) on the other, only the
+//!   outstanding key's answer taken; cancelled on the other; a cancel of an ended task
+//!   changes nothing;
+//! - another caller's `tasks/get`, `tasks/update` and `tasks/cancel` are "Task not found"
+//!   on either instance, and reach nothing;
+//! - a `subscriptions/listen` with `taskIds` on the other instance hears the task;
+//! - the instance that ran a task drained (SIGTERM) and gone, the other answers its end;
+//!   one that waited for an answer through the drain ends `failed`, in the store too;
+//! - Redis stopped: a call that would be a task runs as an ordinary one, and a task held
+//!   elsewhere is -32603, not "not found" (it may exist);
+//! - a record, an answer or a message in the store that is not ours is an error, logged,
+//!   never a panic.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -530,4 +546,305 @@ fn what_is_in_the_store_and_not_ours_is_an_error_never_a_panic() {
         assert!(said.starts_with(NOT_RECORDED), "record-since {since}: {said}");
     }
     assert!(a.is_running() && b.is_running(), "an instance fell over");
+}
+
+// ---------------------------------------------------------------------------
+// Tasks (chapter 19) in the store: a task created on one instance resolves on the other.
+// The instances run with chapter 18's authorization, as chapter 19's transcript does:
+// alice and bob may both run the payroll, and each task is its creator's alone.
+
+const RESOURCE: &str = "http://127.0.0.1:8080/mcp";
+const JWKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/keys/jwks.json");
+const TEST_KEY: &[u8] = include_bytes!("keys/private.pem");
+const NOT_FOUND: &str = "Invalid params: Failed to retrieve task: Task not found";
+/// The line an instance writes each time its relay of task changes has subscribed.
+const HEARING_TASKS: &str = "store: hearing the other instances' tasks";
+
+/// An access token of `subject`'s that may run the payroll.
+fn token(subject: &str) -> String {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+    let claims = json!({ "iss": "https://auth.example.com", "sub": subject, "aud": RESOURCE, "exp": 4_102_444_800u64, "scope": "mcp:read payroll:run" });
+    let mut header = Header::new(Algorithm::ES256);
+    header.typ = Some("at+jwt".into());
+    header.kid = Some("workbook-test-key".into());
+    encode(&header, &claims, &EncodingKey::from_ec_pem(TEST_KEY).unwrap()).unwrap()
+}
+
+/// An instance of chapter 20 with the store at `url` and authorization on, and `more` flags.
+fn instance_with_authorization(url: &str, more: &[&str]) -> RunningServer {
+    let mut flags = vec!["--authorization-server", "https://auth.example.com", "--resource", RESOURCE];
+    flags.extend_from_slice(&["--jwks-file", JWKS]);
+    flags.extend_from_slice(more);
+    instance(url, &flags)
+}
+
+/// Send `method` with `params` from the holder of `token`, as a 2026-07-28 client that
+/// declares the tasks extension and form elicitation, `name` in `Mcp-Name`: the HTTP
+/// answer's body.
+fn send_as(address: SocketAddr, token: &str, method: &str, name: &str, mut params: Value) -> String {
+    let capabilities = json!({ "extensions": { "io.modelcontextprotocol/tasks": {} }, "elicitation": { "form": {} } });
+    params["_meta"] = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": capabilities });
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+        ("Authorization", &bearer),
+    ];
+    replay::send(address, &request("POST", &headers, &body.to_string())).expect("an answer").body
+}
+
+/// As `send_as`, the answer a JSON-RPC message.
+fn task_request(address: SocketAddr, token: &str, method: &str, id: &str, mut params: Value) -> Value {
+    params["taskId"] = json!(id);
+    let body = send_as(address, token, method, id, params);
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+/// A new task of `tool`'s, `token`'s: its id.
+fn new_task(address: SocketAddr, token: &str, tool: &str) -> String {
+    let body = send_as(address, token, "tools/call", tool, json!({ "name": tool }));
+    let created: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(created["result"]["resultType"], "task", "not a task: {created}");
+    created["result"]["taskId"].as_str().unwrap().to_string()
+}
+
+/// `tasks/get` of `id`, until its status is not one of `passing`, for at most 10 s.
+fn poll_past(address: SocketAddr, token: &str, id: &str, passing: &[&str]) -> Value {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = task_request(address, token, "tasks/get", id, json!({}));
+        let status = answer.pointer("/result/status").and_then(Value::as_str).unwrap_or_default();
+        if !passing.contains(&status) || Instant::now() >= give_up {
+            return answer;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Two instances with authorization, on one store.
+fn two_with_authorization(redis: &RedisServer) -> (RunningServer, RunningServer) {
+    (instance_with_authorization(&redis.url(), &[]), instance_with_authorization(&redis.url(), &[]))
+}
+
+#[test]
+fn a_task_created_on_one_instance_is_polled_to_its_end_on_the_other() {
+    let redis = redis();
+    let (a, b) = two_with_authorization(&redis);
+    let alice = token("alice");
+    let id = new_task(a.address, &alice, "run_payroll");
+    // At once, before the work has done anything: "until a `tasks/get` for the returned
+    // `taskId` would resolve", on any instance.
+    let first = task_request(b.address, &alice, "tasks/get", &id, json!({}));
+    assert_eq!(first["result"]["taskId"], id.as_str(), "{first}");
+    let ended = poll_past(b.address, &alice, &id, &["working"]);
+    assert_eq!(ended["result"]["status"], "completed", "{ended}");
+    let text = ended.pointer("/result/result/content/0/text").and_then(Value::as_str).unwrap_or_default();
+    assert!(text.starts_with("Payroll for 3 employees"), "{ended}");
+    // Both instances answer the same task.
+    assert_eq!(task_request(a.address, &alice, "tasks/get", &id, json!({}))["result"], ended["result"]);
+}
+
+#[test]
+fn a_task_waiting_on_one_instance_is_answered_on_the_other() {
+    let redis = redis();
+    let (a, b) = two_with_authorization(&redis);
+    let alice = token("alice");
+    let id = new_task(a.address, &alice, "approve_payroll");
+    let waiting = poll_past(b.address, &alice, &id, &["working"]);
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    assert!(waiting.pointer("/result/inputRequests/question-1").is_some(), "{waiting}");
+    // Only the outstanding key's answer is taken: the no under a key never issued is not.
+    let responses = json!({
+        "question-9": { "action": "accept", "content": { "approve": false } },
+        "question-1": { "action": "accept", "content": { "approve": true } },
+    });
+    let answered = task_request(b.address, &alice, "tasks/update", &id, json!({ "inputResponses": responses }));
+    assert_acknowledged(&answered);
+    let ended = poll_past(b.address, &alice, &id, &["working", "input_required"]);
+    assert_eq!(ended["result"]["status"], "completed", "{ended}");
+    assert_eq!(ended.pointer("/result/result/content/0/text").and_then(Value::as_str), Some(RAN), "{ended}");
+}
+
+#[test]
+fn a_task_is_cancelled_on_the_other_instance() {
+    let redis = redis();
+    let (a, b) = two_with_authorization(&redis);
+    let alice = token("alice");
+    let id = new_task(a.address, &alice, "approve_payroll");
+    let waiting = poll_past(b.address, &alice, &id, &["working"]);
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    let cancelled = task_request(b.address, &alice, "tasks/cancel", &id, json!({}));
+    assert_acknowledged(&cancelled);
+    let ended = poll_past(a.address, &alice, &id, &["working", "input_required"]);
+    assert_eq!(ended["result"]["status"], "cancelled", "the instance that runs it did not stop: {ended}");
+    assert_eq!(task_request(b.address, &alice, "tasks/get", &id, json!({}))["result"]["status"], "cancelled");
+    // A task that has ended stays as it ended: a cancel of a completed one changes nothing.
+    let done = new_task(a.address, &alice, "run_payroll");
+    assert_eq!(poll_past(b.address, &alice, &done, &["working"])["result"]["status"], "completed");
+    assert_acknowledged(&task_request(b.address, &alice, "tasks/cancel", &done, json!({})));
+    assert_eq!(task_request(a.address, &alice, "tasks/get", &done, json!({}))["result"]["status"], "completed");
+}
+
+#[test]
+fn another_callers_task_is_not_found_on_the_other_instance() {
+    let redis = redis();
+    let (a, b) = two_with_authorization(&redis);
+    let (alice, bob) = (token("alice"), token("bob"));
+    let id = new_task(a.address, &alice, "approve_payroll");
+    assert_eq!(poll_past(b.address, &alice, &id, &["working"])["result"]["status"], "input_required");
+    // bob holds alice's id: on either instance, it is a task that does not exist.
+    for method in ["tasks/get", "tasks/cancel"] {
+        for address in [a.address, b.address] {
+            let answer = task_request(address, &bob, method, &id, json!({}));
+            assert_eq!(answer["error"]["message"], NOT_FOUND, "{method}: {answer}");
+        }
+    }
+    let yes = json!({ "question-1": { "action": "accept", "content": { "approve": true } } });
+    let answer = task_request(b.address, &bob, "tasks/update", &id, json!({ "inputResponses": yes }));
+    assert_eq!(answer["error"]["message"], NOT_FOUND, "{answer}");
+    // And nothing bob sent reached the task.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(task_request(b.address, &alice, "tasks/get", &id, json!({}))["result"]["status"], "input_required");
+    // An id no instance issued is not found either.
+    let never = "0123456789abcdef0123456789abcdef";
+    assert_eq!(task_request(b.address, &alice, "tasks/get", never, json!({}))["error"]["message"], NOT_FOUND);
+}
+
+#[test]
+fn a_listen_on_the_other_instance_hears_the_task() {
+    let redis = redis();
+    let (a, b) = two_with_authorization(&redis);
+    wait_for_line(&b, HEARING_TASKS);
+    let alice = token("alice");
+    let id = new_task(a.address, &alice, "approve_payroll");
+    assert_eq!(poll_past(b.address, &alice, &id, &["working"])["result"]["status"], "input_required");
+    // A listen on b for a's task: b holds no such task, and finds it in the store.
+    let capabilities = json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": capabilities });
+    let params = json!({ "_meta": meta, "notifications": { "taskIds": [id] } });
+    let body = json!({ "jsonrpc": "2.0", "id": "tasks", "method": "subscriptions/listen", "params": params });
+    let bearer = format!("Bearer {alice}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "subscriptions/listen"),
+        ("Authorization", &bearer),
+    ];
+    let mut stream = replay::open(b.address, &request("POST", &headers, &body.to_string())).unwrap();
+    let mut raw = Vec::new();
+    read_until(&mut stream, &mut raw, "}}\n\n");
+    let acknowledged = String::from_utf8_lossy(&raw).to_string();
+    assert!(acknowledged.contains("acknowledged") && acknowledged.contains(&id), "{acknowledged}");
+    // Answered on a: b's listen hears the task work again, and complete.
+    let yes = json!({ "question-1": { "action": "accept", "content": { "approve": true } } });
+    task_request(a.address, &alice, "tasks/update", &id, json!({ "inputResponses": yes }));
+    read_until(&mut stream, &mut raw, "\"completed\"");
+    let heard = String::from_utf8_lossy(&raw);
+    assert!(heard.contains("notifications/tasks") && heard.contains(RAN), "{heard}");
+}
+
+#[test]
+fn the_end_of_a_task_outlives_the_instance_that_ran_it() {
+    let redis = redis();
+    let (mut a, b) = two_with_authorization(&redis);
+    let alice = token("alice");
+    let id = new_task(a.address, &alice, "run_payroll");
+    // a is drained at once: it finishes the task's work, writes its end, and exits.
+    a.terminate().unwrap();
+    let status = a.wait_for_exit(Duration::from_secs(10)).expect("a exits");
+    assert!(status.success(), "{status}");
+    let ended = task_request(b.address, &alice, "tasks/get", &id, json!({}));
+    assert_eq!(ended["result"]["status"], "completed", "a's end died with it: {ended}");
+}
+
+#[test]
+fn a_task_waiting_when_its_instance_is_drained_ends_in_the_store() {
+    let redis = redis();
+    let mut a = instance_with_authorization(&redis.url(), &["--drain-secs", "1"]);
+    let b = instance_with_authorization(&redis.url(), &[]);
+    let alice = token("alice");
+    let id = new_task(a.address, &alice, "approve_payroll");
+    assert_eq!(poll_past(b.address, &alice, &id, &["working"])["result"]["status"], "input_required");
+    // Nobody answers before a's drain ends: the task fails with the server's error, and
+    // says so in the store, instead of waiting there until its record expires.
+    a.terminate().unwrap();
+    let status = a.wait_for_exit(Duration::from_secs(10)).expect("a exits");
+    assert!(status.success(), "{status}");
+    let ended = task_request(b.address, &alice, "tasks/get", &id, json!({}));
+    assert_eq!(ended["result"]["status"], "failed", "{ended}");
+    let error = ended.pointer("/result/error/message").and_then(Value::as_str).unwrap_or_default();
+    assert!(error.contains("the server is stopping"), "{ended}");
+}
+
+#[test]
+fn with_redis_stopped_a_tool_runs_as_an_ordinary_call_and_a_task_elsewhere_is_an_error() {
+    let mut redis = redis();
+    let (a, b) = two_with_authorization(&redis);
+    let alice = token("alice");
+    let id = new_task(a.address, &alice, "approve_payroll");
+    redis.stop();
+    // No store, no task: a task b could not resolve would break the spec's MUST.
+    let body = send_as(a.address, &alice, "tools/call", "run_payroll", json!({ "name": "run_payroll" }));
+    assert!(body.contains("Payroll for 3 employees") && !body.contains("\"task\""), "{body}");
+    assert!(a.stderr().contains("could not be stored"), "{}", a.stderr());
+    // The task may exist: b cannot tell, and says so, not "not found".
+    let answer = task_request(b.address, &alice, "tasks/get", &id, json!({}));
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    // a still holds it, and answers from its own record.
+    assert_eq!(task_request(a.address, &alice, "tasks/get", &id, json!({}))["result"]["status"], "input_required");
+}
+
+#[test]
+fn a_task_in_the_store_that_is_not_ours_is_an_error_never_a_panic() {
+    let redis = redis();
+    let (mut a, mut b) = two_with_authorization(&redis);
+    wait_for_line(&b, HEARING_TASKS);
+    let alice = token("alice");
+    let id = new_task(a.address, &alice, "approve_payroll");
+    assert_eq!(poll_past(b.address, &alice, &id, &["working"])["result"]["status"], "input_required");
+    // Records that are not ours: -32603 on b, never a panic.
+    let other = "00000000000000000000000000000001";
+    let key = format!("mcp-workbook:task:{other}");
+    let big = format!("\"{}\"", "x".repeat(2 << 20));
+    let not_a_task = json!({ "owner": "x", "task": { "taskId": "someone else's", "status": "working" } }).to_string();
+    for record in ["not json", "[]", &not_a_task, &big] {
+        redis.cli(&["SET", &key, record, "PX", "60000"]);
+        let answer = task_request(b.address, &alice, "tasks/get", other, json!({}));
+        assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    }
+    redis.cli(&["DEL", &key]);
+    redis.cli(&["LPUSH", &key, "a list"]);
+    assert_eq!(task_request(b.address, &alice, "tasks/get", other, json!({}))["error"]["code"], -32603);
+    // An answer that is not ours, left for a's task: a logs it, and the task waits on.
+    redis.cli(&["SET", &format!("mcp-workbook:task:{id}:answer"), "not json", "PX", "60000"]);
+    for message in ["not json", "{\"instance\": \"x\", \"task\": {\"taskId\": \"../x\", \"status\": \"working\"}}"] {
+        redis.cli(&["PUBLISH", "mcp-workbook:tasks-changed", message]);
+    }
+    let yes = json!({ "question-1": { "action": "accept", "content": { "approve": true } } });
+    task_request(b.address, &alice, "tasks/update", &id, json!({ "inputResponses": yes }));
+    let ended = poll_past(b.address, &alice, &id, &["working", "input_required"]);
+    assert_eq!(ended["result"]["status"], "completed", "{ended}");
+    assert!(a.stderr().contains("is not ours"), "{}", a.stderr());
+    assert_eq!(b.stderr().matches("a message on the tasks' channel that is not ours").count(), 2, "{}", b.stderr());
+    assert!(a.is_running() && b.is_running(), "an instance fell over");
+}
+
+/// An empty result, as `tasks/update` and `tasks/cancel` answer: nothing but its marks.
+fn assert_acknowledged(answer: &Value) {
+    let result = answer["result"].as_object().unwrap_or_else(|| panic!("no result: {answer}"));
+    assert!(result.keys().all(|key| key == "resultType" || key == "_meta"), "{answer}");
+}
+
+/// Wait until `server` has written `line` (a relay has subscribed).
+fn wait_for_line(server: &RunningServer, line: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !server.stderr().contains(line) {
+        assert!(Instant::now() < deadline, "no `{line}`; stderr:\n{}", server.stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -62,6 +62,8 @@ impl Catalog {
             self.sessions.resource_updated(uri);
             self.listeners.resource_updated(uri);
         });
+        // And of every change of a task another instance runs (tasks.rs).
+        self.store.relay_task_changes(|id, task| self.listeners.task_changed(id, task));
     }
 
     /// What of the server a `subscriptions/listen` reaches while it is open (listen.rs).
@@ -147,7 +149,7 @@ fn route_modern(
             let error = missing_tasks_extension("listening for task notifications");
             return Routed::Answer(reply(400, id, Err(error)));
         }
-        return Routed::Listen(id, catalog.tasks.narrow_listen(params, caller));
+        return Routed::Listen(id, catalog.tasks.narrow_listen(params, caller, &catalog.store));
     }
     let outcome = match method {
         "tools/call" => match tools_call(params, Era::Modern, None, caller, catalog) {
@@ -160,7 +162,7 @@ fn route_modern(
         "tasks/get" | "tasks/update" | "tasks/cancel" if !declares_tasks(params) => {
             Err(missing_tasks_extension(method))
         }
-        "tasks/get" | "tasks/update" | "tasks/cancel" => catalog.tasks.request(method, params, caller),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => catalog.tasks.request(method, params, caller, &catalog.store),
         _ => dispatch_modern(method, params, catalog),
     };
     let cache = modern::cache_hints(method).or_else(|| resources::cache_hints(method));

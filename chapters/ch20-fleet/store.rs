@@ -546,6 +546,283 @@ impl Redis {
 }
 // ANCHOR_END: redis
 
+// ANCHOR: tasks
+/// The most bytes of a task's record (or an answer on its way to it) read from or written
+/// to the store: a tool's result fits many times over; a value bigger than this in the
+/// store is not ours.
+const MAX_TASK_RECORD_BYTES: usize = 1 << 20;
+/// The longest task id taken from the store: this server's are 32 hex digits.
+const MAX_TASK_ID_BYTES: usize = 64;
+
+/// A task's record in the store (chapter 19's tasks, chapter 20): whose it is, the task
+/// as `tasks/get` shows it, and how long the record has left.
+pub struct TaskRecord {
+    pub owner: String,
+    pub task: Value,
+    pub keep: Duration,
+}
+
+/// What the other instances asked of a task since the instance that runs it last looked:
+/// the answer to a question, under its key, and whether to stop.
+#[derive(Default)]
+pub struct TaskSignals {
+    pub answer: Option<(String, Value)>,
+    pub cancel: bool,
+}
+
+impl Store {
+    /// Write task `id`'s record, `task` as `tasks/get` shows it and its `owner`, kept
+    /// for `keep`, and tell the other instances (their listens) that it changed. In the
+    /// process there is nothing to write: the instance's own record is the only one.
+    pub fn write_task(&self, id: &str, owner: &str, task: &Value, keep: Duration) -> Result<(), StoreError> {
+        match self {
+            Store::InProcess(_) => Ok(()),
+            Store::Redis(redis) => redis.write_task(id, owner, task, keep),
+        }
+    }
+
+    /// The record of task `id`, written by whichever instance runs it: `None` when there
+    /// is none (in the process, never: a task this instance does not hold does not exist).
+    pub fn read_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        match self {
+            Store::InProcess(_) => Ok(None),
+            Store::Redis(redis) => redis.read_task(id),
+        }
+    }
+
+    /// Pass `answer`, to the question `key` of task `id`, to the instance that runs it.
+    pub fn answer_task(&self, id: &str, key: &str, answer: &Value, keep: Duration) -> Result<(), StoreError> {
+        match self {
+            Store::InProcess(_) => Ok(()),
+            Store::Redis(redis) => redis.answer_task(id, key, answer, keep),
+        }
+    }
+
+    /// Ask the instance that runs task `id` to stop it.
+    pub fn cancel_task(&self, id: &str, keep: Duration) -> Result<(), StoreError> {
+        match self {
+            Store::InProcess(_) => Ok(()),
+            Store::Redis(redis) => redis.cancel_task(id, keep),
+        }
+    }
+
+    /// What the other instances asked of task `id`, which this instance runs: an answer
+    /// is taken once (whoever takes it, it is gone from the store). A store that does not
+    /// answer asks nothing (it is asked again at the next look); what is there and is not
+    /// ours is logged.
+    pub fn task_signals(&self, id: &str) -> TaskSignals {
+        match self {
+            Store::InProcess(_) => TaskSignals::default(),
+            Store::Redis(redis) => redis.task_signals(id).unwrap_or_else(|error| {
+                if !error.unreachable {
+                    eprintln!("store: what the other instances asked of a task is not ours: {error}");
+                }
+                TaskSignals::default()
+            }),
+        }
+    }
+
+    /// Hand every task change another instance publishes to `relay` (its id, and the
+    /// task as `tasks/get` shows it), for as long as the process runs, on a thread of its own.
+    pub fn relay_task_changes(&'static self, relay: impl Fn(&str, Value) + Send + 'static) {
+        if let Store::Redis(redis) = self {
+            std::thread::spawn(move || redis.relay_task_changes(relay));
+        }
+    }
+}
+
+impl Redis {
+    /// `PREFIX:task:ID`, and the keys beside it.
+    fn task_key(&self, id: &str, what: &str) -> String {
+        format!("{}:task:{id}{what}", self.prefix)
+    }
+
+    fn task_channel(&self) -> String {
+        format!("{}:tasks-changed", self.prefix)
+    }
+
+    /// `SET PREFIX:task:ID {"owner", "task"} PX MS` and `PUBLISH PREFIX:tasks-changed
+    /// {"instance", "task"}`, in one `MULTI`: the record and the notice of its change go
+    /// together, in one round trip.
+    fn write_task(&self, id: &str, owner: &str, task: &Value, keep: Duration) -> Result<(), StoreError> {
+        let record = json!({ "owner": owner, "task": task }).to_string();
+        if record.len() > MAX_TASK_RECORD_BYTES {
+            return Err(StoreError::not_ours(format!(
+                "a record of {} bytes is more than the store keeps",
+                record.len()
+            )));
+        }
+        let message = json!({ "instance": self.instance, "task": task }).to_string();
+        let (key, channel, keep_ms) = (self.task_key(id, ""), self.task_channel(), keep.as_millis().max(1) as u64);
+        self.command(|c| {
+            redis::pipe()
+                .atomic()
+                .cmd("SET")
+                .arg(&key)
+                .arg(&record)
+                .arg("PX")
+                .arg(keep_ms)
+                .ignore()
+                .cmd("PUBLISH")
+                .arg(&channel)
+                .arg(&message)
+                .ignore()
+                .query::<()>(c)
+        })
+    }
+
+    /// `STRLEN`, `GETRANGE` (at most `MAX_TASK_RECORD_BYTES`) and `PTTL` of the record,
+    /// in one `MULTI`: what is read is capped before it is parsed.
+    fn read_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        // Only an id shaped like this server's names a key: no other is a task's.
+        if !task_id_shaped(id) {
+            return Ok(None);
+        }
+        let key = self.task_key(id, "");
+        let (length, bytes, left_ms): (usize, Vec<u8>, i64) = self.command(|c| {
+            let mut pipe = redis::pipe();
+            pipe.atomic().cmd("STRLEN").arg(&key).cmd("GETRANGE").arg(&key).arg(0).arg(MAX_TASK_RECORD_BYTES);
+            pipe.cmd("PTTL").arg(&key).query(c)
+        })?;
+        if length == 0 {
+            return Ok(None);
+        }
+        let not_ours = |why: &str| StoreError::not_ours(format!("the record of task {id} in Redis {why}"));
+        if length > MAX_TASK_RECORD_BYTES {
+            return Err(not_ours(&format!("is {length} bytes, more than this server writes")));
+        }
+        let record: Value =
+            serde_json::from_slice(&bytes).map_err(|error| not_ours(&format!("is not JSON: {error}")))?;
+        let (Some(owner), Some(task)) = (record.get("owner").and_then(Value::as_str), record.get("task")) else {
+            return Err(not_ours("has no owner and task"));
+        };
+        let statuses = ["working", "input_required", "completed", "failed", "cancelled"];
+        let status = task.get("status").and_then(Value::as_str);
+        if task.get("taskId").and_then(Value::as_str) != Some(id) || !status.is_some_and(|s| statuses.contains(&s)) {
+            return Err(not_ours("is not a task of this id"));
+        }
+        if left_ms <= 0 {
+            return Err(not_ours(&format!("never expires (PTTL {left_ms})")));
+        }
+        let keep = Duration::from_millis(left_ms as u64);
+        Ok(Some(TaskRecord { owner: owner.to_string(), task: task.clone(), keep }))
+    }
+
+    /// `SET PREFIX:task:ID:answer {"key", "answer"} PX MS`: the running instance takes it
+    /// (`task_signals`). A second answer before it looks replaces the first.
+    fn answer_task(&self, id: &str, key: &str, answer: &Value, keep: Duration) -> Result<(), StoreError> {
+        let value = json!({ "key": key, "answer": answer }).to_string();
+        if value.len() > MAX_TASK_RECORD_BYTES {
+            return Err(StoreError::not_ours(format!(
+                "an answer of {} bytes is more than the store keeps",
+                value.len()
+            )));
+        }
+        let (answer_key, keep_ms) = (self.task_key(id, ":answer"), keep.as_millis().max(1) as u64);
+        self.command(|c| redis::cmd("SET").arg(&answer_key).arg(&value).arg("PX").arg(keep_ms).query::<()>(c))
+    }
+
+    /// `SET PREFIX:task:ID:cancel 1 PX MS`.
+    fn cancel_task(&self, id: &str, keep: Duration) -> Result<(), StoreError> {
+        let (cancel_key, keep_ms) = (self.task_key(id, ":cancel"), keep.as_millis().max(1) as u64);
+        self.command(|c| redis::cmd("SET").arg(&cancel_key).arg(1).arg("PX").arg(keep_ms).query::<()>(c))
+    }
+
+    /// `GETRANGE` and `DEL` of the answer (taken once, capped), and `EXISTS` of the
+    /// cancel, in one `MULTI`.
+    fn task_signals(&self, id: &str) -> Result<TaskSignals, StoreError> {
+        let (answer_key, cancel_key) = (self.task_key(id, ":answer"), self.task_key(id, ":cancel"));
+        let (bytes, _, cancel): (Vec<u8>, i64, bool) = self.command(|c| {
+            let mut pipe = redis::pipe();
+            pipe.atomic().cmd("GETRANGE").arg(&answer_key).arg(0).arg(MAX_TASK_RECORD_BYTES);
+            pipe.cmd("DEL").arg(&answer_key).cmd("EXISTS").arg(&cancel_key).query(c)
+        })?;
+        let mut signals = TaskSignals { answer: None, cancel };
+        if bytes.is_empty() {
+            return Ok(signals);
+        }
+        let not_ours = |why: &str| StoreError::not_ours(format!("the answer to task {id} in Redis {why}"));
+        if bytes.len() > MAX_TASK_RECORD_BYTES {
+            return Err(not_ours("is more than this server writes"));
+        }
+        let value: Value =
+            serde_json::from_slice(&bytes).map_err(|error| not_ours(&format!("is not JSON: {error}")))?;
+        match (value.get("key").and_then(Value::as_str), value.get("answer")) {
+            (Some(key), Some(answer)) if key.len() <= MAX_TASK_ID_BYTES => {
+                signals.answer = Some((key.to_string(), answer.clone()));
+                Ok(signals)
+            }
+            _ => Err(not_ours("has no key and answer")),
+        }
+    }
+
+    /// As `relay_changes`, on the tasks' channel: subscribe, hand each other instance's
+    /// task change to `relay`, and when Redis goes away wait and subscribe again.
+    fn relay_task_changes(&self, relay: impl Fn(&str, Value)) {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            if let Err(error) = self.hear_tasks(&relay, &mut backoff) {
+                eprintln!("store: not hearing the other instances' tasks: {error}; again in {backoff:?}");
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(MOST_BACKOFF);
+        }
+    }
+
+    /// One subscription to the tasks' channel, until it fails.
+    fn hear_tasks(&self, relay: &impl Fn(&str, Value), backoff: &mut Duration) -> Result<(), StoreError> {
+        let mut connection = self.connect()?;
+        let mut subscription = connection.as_pubsub();
+        subscription.subscribe(self.task_channel())?;
+        subscription.set_read_timeout(Some(RELAY_QUIET_CHECK))?;
+        eprintln!("store: hearing the other instances' tasks");
+        *backoff = FIRST_BACKOFF;
+        loop {
+            let message = match subscription.get_message() {
+                Ok(message) => message,
+                Err(error) if error.is_timeout() => {
+                    subscription.ping::<redis::Value>()?;
+                    continue;
+                }
+                Err(error) => return Err(error.into()),
+            };
+            match self.task_change_of(message.get_payload_bytes()) {
+                Ok(Some((id, task))) => relay(&id, task),
+                Ok(None) => {} // this instance's own
+                Err(why) => eprintln!("store: a message on the tasks' channel that is not ours, ignored: {why}"),
+            }
+        }
+    }
+
+    /// The task a message on the tasks' channel says has changed, with its id: `None`
+    /// when this instance sent it. Anything else is an error, never a panic.
+    fn task_change_of(&self, payload: &[u8]) -> Result<Option<(String, Value)>, String> {
+        if payload.len() > MAX_TASK_RECORD_BYTES + 100 {
+            return Err(format!("{} bytes", payload.len()));
+        }
+        let message: Value = serde_json::from_slice(payload).map_err(|error| error.to_string())?;
+        let (Some(instance), Some(task)) = (message.get("instance").and_then(Value::as_str), message.get("task"))
+        else {
+            return Err("no instance and task".into());
+        };
+        let id = task.get("taskId").and_then(Value::as_str).unwrap_or_default();
+        if !task_id_shaped(id) {
+            return Err("not a task id".into());
+        }
+        if !task.get("status").is_some_and(Value::is_string) {
+            return Err("a task with no status".into());
+        }
+        Ok((instance != self.instance).then(|| (id.to_string(), task.clone())))
+    }
+}
+
+/// Letters and digits, at most `MAX_TASK_ID_BYTES`: the shape of this server's task ids,
+/// and so of the keys and messages that name one.
+fn task_id_shaped(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_TASK_ID_BYTES && id.chars().all(|c| c.is_ascii_alphanumeric())
+}
+// ANCHOR_END: tasks
+
 /// The milliseconds of the clock's current second.
 fn subsec_millis() -> u32 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.subsec_millis())

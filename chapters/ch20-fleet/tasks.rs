@@ -25,6 +25,7 @@ use crate::jsonrpc::RpcError;
 use crate::listen::Listeners;
 use crate::mcp::lock;
 use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
+use crate::store::{Store, StoreError};
 use crate::streaming::{LongCall, Outlet, Server};
 
 // ANCHOR: negotiation
@@ -78,6 +79,12 @@ const ANSWER_CHECK_INTERVAL: Duration = Duration::from_millis(10);
 /// The most tasks the server holds at once, whoever created them: each is a record,
 /// and while it works a thread. A call past it runs as an ordinary long call.
 const MAX_TASKS: usize = 1024;
+/// Chapter 20: how often a task's work looks in the store for what another instance was
+/// asked for it (an answer, a cancel): one round trip to Redis per task per this, at most.
+const STORE_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// Chapter 20: the most task ids of one `subscriptions/listen` looked up in the store, one
+/// round trip each; past them, a task this instance does not hold is left out.
+const MAX_LOOKED_UP_ELSEWHERE: usize = 64;
 
 /// The tasks this server holds, by id: working, waiting for an answer, or ended and
 /// kept until their time to live is up.
@@ -203,7 +210,7 @@ impl Tasks {
         let detached = call.detach(&id, server)?;
         let now = now_secs();
         let task = Task {
-            owner,
+            owner: owner.clone(),
             status: Status::Working,
             created_at: now,
             last_updated_at: now,
@@ -214,7 +221,8 @@ impl Tasks {
         };
         // ANCHOR: record
         // "Servers MUST set `resultType` to `"task"` when returning a `CreateTaskResult`".
-        let mut created = self.shown(&id, &task);
+        let shown = self.shown(&id, &task);
+        let mut created = shown.clone();
         created["resultType"] = json!("task");
         // The record is in place before the answer goes out: "A server MUST NOT return
         // `CreateTaskResult` until the task is durably created — that is, until a
@@ -222,13 +230,29 @@ impl Tasks {
         held.insert(id.clone(), task);
         // ANCHOR_END: record
         drop(held);
+        // Chapter 20: and in the store, for every instance, before the answer goes out.
+        // A store that does not answer: no task, and the call runs as an ordinary one.
+        if let Err(error) = server.store.write_task(&id, &owner, &shown, self.ttl) {
+            eprintln!("tasks: a call runs as an ordinary one, for its task could not be stored: {error}");
+            lock(&self.held).remove(&id);
+            return None;
+        }
         let worker_id = id.clone();
         // A drain (SIGTERM: the base) waits for the work, its end recorded, as for a request.
         let work = http::Work::begin();
         let spawned = thread::Builder::new().name("task".into()).spawn(move || {
-            let mut outlet = TaskOutlet { tasks: self, id: worker_id.clone(), listeners: server.listeners };
+            let (listeners, store) = (server.listeners, server.store);
+            let mut outlet = TaskOutlet {
+                tasks: self,
+                id: worker_id.clone(),
+                listeners,
+                store,
+                next_look: Instant::now(),
+                cancel_heard: false,
+            };
             let outcome = detached.run(&mut outlet, self.ttl / 2);
-            self.end(&worker_id, outcome, server.listeners);
+            // Its end is in the store before the work lets a drain go on (chapter 20).
+            self.end(&worker_id, outcome, listeners, store);
             drop(work);
         });
         // No thread, no task: its record goes, and the call runs as an ordinary one.
@@ -256,7 +280,7 @@ impl Tasks {
     /// asked to stop and stopped is `cancelled`; one that finished first keeps what it
     /// finished with ("MAY ultimately reach a terminal status other than `cancelled` if
     /// the work finished before cancellation could take effect").
-    fn end(&self, id: &str, outcome: Option<Result<Value, RpcError>>, listeners: &Listeners) {
+    fn end(&self, id: &str, outcome: Option<Result<Value, RpcError>>, listeners: &Listeners, store: &Store) {
         // ANCHOR: ended
         let status = match outcome {
             Some(Ok(result)) => Status::Completed(result),
@@ -264,22 +288,26 @@ impl Tasks {
             None => Status::Cancelled,
         };
         // ANCHOR_END: ended
-        self.update(id, |task| task.status = status, listeners);
+        self.update(id, |task| task.status = status, listeners, store);
     }
 
     // ANCHOR: notify
     /// Change task `id`'s status, if it is still held; note when, and tell whoever
     /// listens for it (`subscriptions/listen` with `taskIds`): "Each notification carries
     /// a complete `DetailedTask` for the current status, identical to what `tasks/get`
-    /// would have returned at that moment."
-    fn update(&self, id: &str, change: impl FnOnce(&mut Task), listeners: &Listeners) {
+    /// would have returned at that moment." Chapter 20: and write it to the store, which
+    /// tells the other instances' listeners.
+    fn update(&self, id: &str, change: impl FnOnce(&mut Task), listeners: &Listeners, store: &Store) {
         let changed = lock(&self.held).get_mut(id).map(|task| {
             change(task);
             task.last_updated_at = now_secs();
-            self.shown(id, task)
+            (self.shown(id, task), task.owner.clone(), task.expires.saturating_duration_since(Instant::now()))
         });
-        // Told once the lock is let go: a slow listener holds up no task.
-        if let Some(task) = changed {
+        // Told once the lock is let go: a slow listener, or store, holds up no task.
+        if let Some((task, owner, keep)) = changed {
+            if let Err(error) = store.write_task(id, &owner, &task, keep) {
+                eprintln!("tasks: a task's change is not in the store, where it stays as it was: {error}");
+            }
             listeners.task_changed(id, task);
         }
     }
@@ -288,12 +316,30 @@ impl Tasks {
     /// ones `caller` holds that may still change: a task is heard of only by its owner,
     /// and one it does not hold is left out of the acknowledgment as a task that does not
     /// exist would be; so is one that has ended, of which there is nothing more to tell.
-    pub fn narrow_listen(&self, params: Option<&Value>, caller: &Caller) -> Option<Value> {
+    /// Chapter 20: a task another instance holds is looked up in the store, by the same rule.
+    pub fn narrow_listen(&self, params: Option<&Value>, caller: &Caller, store: &Store) -> Option<Value> {
         let mut params = params.cloned()?;
         if let Some(ids) = params.pointer_mut("/notifications/taskIds").and_then(Value::as_array_mut) {
-            let (owner, held) = (owner(caller), lock(&self.held));
-            let holds = |id: &str| held.get(id).is_some_and(|task| task.owner == owner && !task.status.ended());
-            ids.retain(|id| id.as_str().is_none_or(holds));
+            let owner = owner(caller);
+            // Which this instance holds, decided under the lock; the others, after it.
+            let here: Vec<Option<bool>> = {
+                let held = lock(&self.held);
+                let holds = |task: &Task| task.owner == owner && !task.status.ended();
+                ids.iter().map(|id| id.as_str().and_then(|id| held.get(id)).map(holds)).collect()
+            };
+            let mut looked_up = 0;
+            let kept: Vec<bool> = (here.into_iter().zip(ids.iter()))
+                .map(|(here, id)| match (here, id.as_str()) {
+                    (Some(holds), _) => holds,
+                    (None, None) => true, // not a string: listen.rs refuses the list
+                    (None, Some(id)) => {
+                        looked_up += 1;
+                        looked_up <= MAX_LOOKED_UP_ELSEWHERE && held_elsewhere(id, &owner, store)
+                    }
+                })
+                .collect();
+            let mut kept = kept.into_iter();
+            ids.retain(|_| kept.next().unwrap_or(false));
         }
         Some(params)
     }
@@ -306,12 +352,23 @@ impl Tasks {
     /// `tasks/get`, `tasks/update` and `tasks/cancel`, from `caller`. A task id that is not
     /// held, has expired, or is another caller's is one answer, -32602: the error says
     /// nothing of whether someone else holds it.
-    pub fn request(&self, method: &str, params: Option<&Value>, caller: &Caller) -> Result<Value, RpcError> {
+    /// Chapter 20: a task this instance does not hold is looked for in the store.
+    pub fn request(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        caller: &Caller,
+        store: &Store,
+    ) -> Result<Value, RpcError> {
         let owner = owner(caller);
         let id = params.and_then(|p| p.get("taskId")).and_then(Value::as_str);
         let id = id.ok_or_else(|| RpcError::invalid_params("`taskId` must be a string"))?;
         let mut held = lock(&self.held);
         held.retain(|_, task| task.expires > Instant::now());
+        if !held.contains_key(id) {
+            drop(held);
+            return request_elsewhere(method, id, params, &owner, store);
+        }
         // ANCHOR: owned
         let task = held.get_mut(id).filter(|task| task.owner == owner);
         let task = task.ok_or_else(|| RpcError::invalid_params("Failed to retrieve task: Task not found"))?;
@@ -383,6 +440,72 @@ impl Tasks {
 }
 // ANCHOR_END: methods
 
+// ANCHOR: elsewhere
+/// Chapter 20: `tasks/get`, `tasks/update` and `tasks/cancel` of a task another instance
+/// runs (or ran), from its record in the store: the same owner check, the same "Task not
+/// found". `tasks/get` answers the record; an answer to the outstanding question, and a
+/// cancel of a task not ended, are passed on through the store to the instance that runs
+/// it, which looks for them (`TaskOutlet::look_in_store`). A store that does not answer
+/// is -32603: the task may exist, so "not found" would be untrue.
+fn request_elsewhere(
+    method: &str,
+    id: &str,
+    params: Option<&Value>,
+    owner: &str,
+    store: &Store,
+) -> Result<Value, RpcError> {
+    let failed = |what: &str, error: StoreError| {
+        eprintln!("tasks: {what}: {error}");
+        RpcError::internal_error(&format!("{what}; try again"))
+    };
+    let record = store.read_task(id).map_err(|error| failed("the task could not be read from the store", error))?;
+    let record = record.filter(|record| record.owner == owner);
+    let record = record.ok_or_else(|| RpcError::invalid_params("Failed to retrieve task: Task not found"))?;
+    let status = record.task.get("status").and_then(Value::as_str).unwrap_or_default();
+    match method {
+        "tasks/get" => Ok(record.task),
+        "tasks/update" => {
+            let responses = params.and_then(|p| p.get("inputResponses")).and_then(Value::as_object);
+            let responses = responses.ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
+            // Only the answer to the question outstanding, as the record shows it.
+            let outstanding = record.task.get("inputRequests").and_then(Value::as_object);
+            let answered = outstanding.and_then(|asked| asked.keys().find_map(|key| Some((key, responses.get(key)?))));
+            if status == "input_required"
+                && let Some((key, answer)) = answered
+            {
+                let passed = store.answer_task(id, key, answer, record.keep);
+                passed.map_err(|error| failed("the answer could not be passed on to the task", error))?;
+            }
+            Ok(json!({}))
+        }
+        "tasks/cancel" => {
+            // One that has ended stays as it ended.
+            if matches!(status, "working" | "input_required") {
+                let passed = store.cancel_task(id, record.keep);
+                passed.map_err(|error| failed("the cancel could not be passed on to the task", error))?;
+            }
+            Ok(json!({}))
+        }
+        _ => Err(RpcError::method_not_found(method)),
+    }
+}
+
+/// Whether task `id`, which this instance does not hold, is `owner`'s in the store and may
+/// still change (`narrow_listen`). A store that does not answer: left out, and logged.
+fn held_elsewhere(id: &str, owner: &str, store: &Store) -> bool {
+    match store.read_task(id) {
+        Ok(record) => record.is_some_and(|record| {
+            let status = record.task.get("status").and_then(Value::as_str);
+            record.owner == owner && matches!(status, Some("working" | "input_required"))
+        }),
+        Err(error) => {
+            eprintln!("tasks: a listen leaves out a task the store did not tell of: {error}");
+            false
+        }
+    }
+}
+// ANCHOR_END: elsewhere
+
 // ANCHOR: outlet
 /// A task's line to the world while it works. It sends nothing: "`notifications/progress`
 /// and `notifications/message` ... are not supported on tasks in general in this
@@ -394,13 +517,40 @@ struct TaskOutlet {
     id: String,
     /// Who listens for the task's changes (chapter 17's `subscriptions/listen`).
     listeners: &'static Listeners,
+    /// Chapter 20: where the other instances leave an answer or a cancel for the task,
+    /// when next to look there, and whether a cancel was found.
+    store: &'static Store,
+    next_look: Instant,
+    cancel_heard: bool,
+}
+
+impl TaskOutlet {
+    /// Chapter 20: take what the other instances were asked for this task from the store,
+    /// at most once per `STORE_CHECK_INTERVAL`, and never under the tasks' lock. An answer
+    /// is kept only if it is to the question outstanding, and no answer came here first.
+    fn look_in_store(&mut self) {
+        if Instant::now() < self.next_look {
+            return;
+        }
+        self.next_look = Instant::now() + STORE_CHECK_INTERVAL;
+        let signals = self.store.task_signals(&self.id);
+        self.cancel_heard |= signals.cancel;
+        if let Some((answered, answer)) = signals.answer
+            && let Some(task) = lock(&self.tasks.held).get_mut(&self.id)
+            && matches!(&task.status, Status::InputRequired { key, .. } if *key == answered)
+            && task.answer.is_none()
+        {
+            task.answer = Some((answered, answer));
+        }
+    }
 }
 
 impl Outlet for TaskOutlet {
     fn send(&mut self, _message: &Value) {}
 
     fn cancelled(&mut self) -> bool {
-        lock(&self.tasks.held).get(&self.id).is_none_or(|task| task.cancel_requested)
+        self.look_in_store();
+        self.cancel_heard || lock(&self.tasks.held).get(&self.id).is_none_or(|task| task.cancel_requested)
     }
 
     fn ask(&mut self, method: &str, params: &Value, deadline: Instant) -> Option<Result<Value, String>> {
@@ -414,7 +564,7 @@ impl Outlet for TaskOutlet {
             key = format!("question-{}", task.asked);
             task.status = Status::InputRequired { key: key.clone(), request };
         };
-        self.tasks.update(&self.id, asking, self.listeners);
+        self.tasks.update(&self.id, asking, self.listeners, self.store);
         // ANCHOR_END: new_key
         let heard = loop {
             // Only an answer to this question: one to an earlier question, come late, is
@@ -428,14 +578,17 @@ impl Outlet for TaskOutlet {
             if self.cancelled() {
                 break Err("the task was cancelled".to_string());
             }
-            if Instant::now() >= deadline {
+            // Chapter 20: nor past a drain's deadline, so that the task's end (the server
+            // stopping) is written to the store before the process exits.
+            let drain = http::drain_deadline().unwrap_or(deadline);
+            if Instant::now() >= deadline.min(drain) {
                 break Err("no answer came in time".to_string());
             }
             thread::sleep(ANSWER_CHECK_INTERVAL);
         };
         // Answered: back to work. Not answered: the task stays as it is until its end.
         if heard.is_ok() {
-            self.tasks.update(&self.id, |task| task.status = Status::Working, self.listeners);
+            self.tasks.update(&self.id, |task| task.status = Status::Working, self.listeners, self.store);
         }
         Some(heard)
     }
