@@ -298,7 +298,7 @@ impl Tasks {
     /// ones `caller` holds that may still change: a task is heard of only by its owner,
     /// and one it does not hold is left out of the acknowledgment as a task that does not
     /// exist would be; so is one that has ended, of which there is nothing more to tell.
-    pub fn narrow_listen(&self, params: Option<&Value>, caller: &Caller) -> Option<Value> {
+    pub fn narrow_listen(&self, params: Option<&Value>, caller: &Caller, _store: &crate::store::Store) -> Option<Value> {
         let mut params = params.cloned()?;
         if let Some(ids) = params.pointer_mut("/notifications/taskIds").and_then(Value::as_array_mut) {
             let (owner, held) = (owner(caller), lock(&self.held));
@@ -316,7 +316,7 @@ impl Tasks {
     /// `tasks/get`, `tasks/update` and `tasks/cancel`, from `caller`. A task id that is not
     /// held, has expired, or is another caller's is one answer, -32602: the error says
     /// nothing of whether someone else holds it.
-    pub fn request(&self, method: &str, params: Option<&Value>, caller: &Caller) -> Result<Value, RpcError> {
+    pub fn request(&self, method: &str, params: Option<&Value>, caller: &Caller, _store: &crate::store::Store) -> Result<Value, RpcError> {
         let owner = owner(caller);
         let id = params.and_then(|p| p.get("taskId")).and_then(Value::as_str);
         let id = id.ok_or_else(|| RpcError::invalid_params("`taskId` must be a string"))?;

@@ -1,14 +1,16 @@
 //! The store (chapter 20): the state a stateless protocol still has, where every
 //! instance of the server can reach it. 2026-07-28 lets any instance answer any request,
-//! but three things are still remembered between requests: which `requestState` has
+//! but four things are still remembered between requests: which `requestState` has
 //! been used (input_required.rs), how many calls each caller made this minute
-//! (rate_limit.rs), and who listens for which resource (streaming.rs's
-//! `Call::resource_updated` tells them). One instance keeps them in its own memory; a
-//! fleet keeps the first two in Redis, and hears of every change through it.
+//! (rate_limit.rs), who listens for which resource (streaming.rs's
+//! `Call::resource_updated` tells them), and the tasks (tasks.rs). One instance keeps
+//! them in its own memory; a fleet keeps the used states, the counts and the tasks'
+//! records in Redis, and hears of every change through it.
 //!
 //! The store failing is an answer, not a hang: every call to Redis has a deadline, an
 //! approval that cannot be recorded does not run, the rate limit falls back to the
-//! instance's own count, and the relay of changes reconnects by itself.
+//! instance's own count, a call that cannot record its task runs as an ordinary call,
+//! and the relays of changes reconnect by themselves.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -22,7 +24,8 @@ use crate::mcp::lock;
 
 // ANCHOR: store
 /// Where the shared state is kept: two kinds, chosen once by `--state-store`, each with
-/// the same four operations (`use_once`, `take_call`, `publish`, `relay_changes`). An
+/// the same operations (`use_once`, `take_call`, `publish`, `relay_changes`, and the
+/// tasks' below). An
 /// enum rather than a trait: there are exactly two, both in this file, and each
 /// operation is one `match` that shows what the two do side by side; nothing above this
 /// file needs a type parameter or a `Box<dyn ...>` to hold one.
@@ -437,7 +440,10 @@ impl Redis {
         outcome
     }
 
-    fn try_command<T>(&self, command: impl Fn(&mut Connection, &str) -> redis::RedisResult<T>) -> Result<T, StoreError> {
+    fn try_command<T>(
+        &self,
+        command: impl Fn(&mut Connection, &str) -> redis::RedisResult<T>,
+    ) -> Result<T, StoreError> {
         let reused = lock(&self.idle).pop();
         let was_reused = reused.is_some();
         let (mut connection, mut since_key) = match reused {
@@ -477,18 +483,25 @@ impl Redis {
     }
 
     // ANCHOR: relay
-    /// Subscribe to the channel and hand each other instance's change to `relay`; when
-    /// Redis goes away, wait (`FIRST_BACKOFF`, doubling to `MOST_BACKOFF`) and subscribe
-    /// again. Changes published while this instance was not subscribed are not heard:
-    /// Redis keeps no message for a subscriber that is not there.
+    /// Hand each other instance's change of a resource to `relay`, for as long as the
+    /// process runs (`relay_channel`).
     fn relay_changes(&self, relay: impl Fn(&str)) {
+        self.relay_channel(&self.channel(), "changes", |payload| match self.change_of(payload) {
+            Ok(Some(uri)) => relay(&uri),
+            Ok(None) => {} // this instance's own
+            Err(why) => eprintln!("store: a message on the channel that is not ours, ignored: {why}"),
+        });
+    }
+
+    /// Subscribe to `channel` and hand each message to `handle`; when Redis goes away,
+    /// wait (`FIRST_BACKOFF`, doubling to `MOST_BACKOFF`) and subscribe again. Messages
+    /// published while this instance was not subscribed are not heard: Redis keeps no
+    /// message for a subscriber that is not there.
+    fn relay_channel(&self, channel: &str, what: &str, handle: impl Fn(&[u8])) {
         let mut backoff = FIRST_BACKOFF;
         loop {
-            match self.listen(&relay, &mut backoff) {
-                Ok(()) => {}
-                Err(error) => {
-                    eprintln!("store: not hearing the other instances' changes: {error}; again in {backoff:?}")
-                }
+            if let Err(error) = self.subscribe(channel, what, &handle, &mut backoff) {
+                eprintln!("store: not hearing the other instances' {what}: {error}; again in {backoff:?}");
             }
             std::thread::sleep(backoff);
             backoff = (backoff * 2).min(MOST_BACKOFF);
@@ -496,30 +509,30 @@ impl Redis {
     }
 
     /// One subscription, until it fails. Once it is made, the backoff starts over.
-    fn listen(&self, relay: &impl Fn(&str), backoff: &mut Duration) -> Result<(), StoreError> {
+    fn subscribe(
+        &self,
+        channel: &str,
+        what: &str,
+        handle: &impl Fn(&[u8]),
+        backoff: &mut Duration,
+    ) -> Result<(), StoreError> {
         let (mut connection, _) = self.connect()?;
         let mut subscription = connection.as_pubsub();
-        subscription.subscribe(self.channel())?;
+        subscription.subscribe(channel)?;
         subscription.set_read_timeout(Some(RELAY_QUIET_CHECK))?;
-        eprintln!("store: hearing the other instances' changes");
+        eprintln!("store: hearing the other instances' {what}");
         *backoff = FIRST_BACKOFF;
         loop {
-            let message = match subscription.get_message() {
-                Ok(message) => message,
+            match subscription.get_message() {
+                Ok(message) => handle(message.get_payload_bytes()),
                 Err(error) if error.is_timeout() => {
                     // The answer within a command's deadline: a Redis that vanished
                     // without closing the connection is found now, not a quiet time later.
                     subscription.set_read_timeout(Some(COMMAND_TIMEOUT))?;
                     subscription.ping::<redis::Value>()?;
                     subscription.set_read_timeout(Some(RELAY_QUIET_CHECK))?;
-                    continue;
                 }
                 Err(error) => return Err(error.into()),
-            };
-            match self.change_of(message.get_payload_bytes()) {
-                Ok(Some(uri)) => relay(&uri),
-                Ok(None) => {} // this instance's own
-                Err(why) => eprintln!("store: a message on the channel that is not ours, ignored: {why}"),
             }
         }
     }
@@ -756,42 +769,14 @@ impl Redis {
         }
     }
 
-    /// As `relay_changes`, on the tasks' channel: subscribe, hand each other instance's
-    /// task change to `relay`, and when Redis goes away wait and subscribe again.
+    /// As `relay_changes`, on the tasks' channel: each other instance's change of a task
+    /// to `relay`.
     fn relay_task_changes(&self, relay: impl Fn(&str, Value)) {
-        let mut backoff = FIRST_BACKOFF;
-        loop {
-            if let Err(error) = self.hear_tasks(&relay, &mut backoff) {
-                eprintln!("store: not hearing the other instances' tasks: {error}; again in {backoff:?}");
-            }
-            std::thread::sleep(backoff);
-            backoff = (backoff * 2).min(MOST_BACKOFF);
-        }
-    }
-
-    /// One subscription to the tasks' channel, until it fails.
-    fn hear_tasks(&self, relay: &impl Fn(&str, Value), backoff: &mut Duration) -> Result<(), StoreError> {
-        let mut connection = self.connect()?;
-        let mut subscription = connection.as_pubsub();
-        subscription.subscribe(self.task_channel())?;
-        subscription.set_read_timeout(Some(RELAY_QUIET_CHECK))?;
-        eprintln!("store: hearing the other instances' tasks");
-        *backoff = FIRST_BACKOFF;
-        loop {
-            let message = match subscription.get_message() {
-                Ok(message) => message,
-                Err(error) if error.is_timeout() => {
-                    subscription.ping::<redis::Value>()?;
-                    continue;
-                }
-                Err(error) => return Err(error.into()),
-            };
-            match self.task_change_of(message.get_payload_bytes()) {
-                Ok(Some((id, task))) => relay(&id, task),
-                Ok(None) => {} // this instance's own
-                Err(why) => eprintln!("store: a message on the tasks' channel that is not ours, ignored: {why}"),
-            }
-        }
+        self.relay_channel(&self.task_channel(), "tasks", |payload| match self.task_change_of(payload) {
+            Ok(Some((id, task))) => relay(&id, task),
+            Ok(None) => {} // this instance's own
+            Err(why) => eprintln!("store: a message on the tasks' channel that is not ours, ignored: {why}"),
+        });
     }
 
     /// The task a message on the tasks' channel says has changed, with its id: `None`
