@@ -85,7 +85,7 @@ pub const CHAPTERS: &[Chapter] = &[
         number: 20,
         name: "ch20-fleet",
         title: "Several instances: the state they share",
-        piece: Some("tasks"),
+        piece: Some("store"),
         features: &["fleet"],
     },
 ];

@@ -6,7 +6,8 @@
 //! 20 on port 0, with the same `--state-key` and `--state-store`.
 //!
 //! - an approval retry replayed on the other instance is refused (mrtr.mdx, Server
-//!   Requirements 5: "MUST enforce that invariant server-side");
+//!   Requirements 5: "MUST enforce that invariant server-side"), and one sent to both
+//!   instances at once runs once;
 //! - a used state stays refused when Redis restarts empty (the record begins again, and
 //!   refuses every state issued before it);
 //! - the rate limit counts the calls of the fleet, not of each instance;
@@ -233,6 +234,33 @@ fn an_approval_replayed_on_the_other_instance_is_refused() {
     assert_ne!(from_a, from_b);
     assert_eq!(approve(b.address, &from_a).0, RAN);
     assert_eq!(approve(a.address, &from_b).0, RAN);
+}
+
+#[test]
+fn a_retry_sent_to_both_instances_at_once_runs_once() {
+    // What one client in order cannot show: the record is one step no other instance can
+    // come between (`SET ... NX`), not a look and then a write, which two retries that
+    // arrive together both pass. Eight clients at once, half on each instance, each round.
+    const CLIENTS: usize = 8;
+    let redis = redis();
+    let flags = ["--workers", "8", "--max-calls-per-minute", "1000"];
+    let (a, b) = (instance(&redis.url(), &flags), instance(&redis.url(), &flags));
+    for round in 0..10 {
+        let state = new_state(a.address);
+        let start = std::sync::Arc::new(std::sync::Barrier::new(CLIENTS));
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|client| {
+                let (address, state, start) = ([a.address, b.address][client % 2], state.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    approve(address, &state).0
+                })
+            })
+            .collect();
+        let said: Vec<String> = clients.into_iter().map(|client| client.join().unwrap()).collect();
+        assert_eq!(said.iter().filter(|said| *said == RAN).count(), 1, "round {round}: {said:?}");
+        assert!(said.iter().all(|said| said == RAN || said == USED), "round {round}: {said:?}");
+    }
 }
 
 #[test]

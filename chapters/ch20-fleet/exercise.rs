@@ -1,467 +1,836 @@
-//! Tasks (chapter 19): the tasks extension, `io.modelcontextprotocol/tasks`
-//! (`ext-tasks`, `specification/draft/tasks.md`). A client that declares it on a
-//! 2026-07-28 `tools/call` may get a task instead of the result: a record with an id,
-//! which the client polls (`tasks/get`), answers (`tasks/update`) and cancels
-//! (`tasks/cancel`), while the tool works on in a thread of its own. The work outlives
-//! its request: the client may close the connection, come back on another, and read the
-//! result when it is ready.
+//! The store (chapter 20): the state a stateless protocol still has, where every
+//! instance of the server can reach it. 2026-07-28 lets any instance answer any request,
+//! but four things are still remembered between requests: which `requestState` has
+//! been used (input_required.rs), how many calls each caller made this minute
+//! (rate_limit.rs), who listens for which resource (streaming.rs's
+//! `Call::resource_updated` tells them), and the tasks (tasks.rs). One instance keeps
+//! them in its own memory; a fleet keeps the used states, the counts and the tasks'
+//! records in Redis, and hears of every change through it.
 //!
-//! An extension is off unless both sides declare it: the server in `server/discover`,
-//! the client on each request (`2026-07-28/basic/index.mdx`, and the extensions
-//! overview). A client that did not declare it gets chapter 14's long call, as before.
-// TODO(exercise): this file is your copy of `tasks.rs`, the piece chapter 19 adds to the
+//! The store failing is an answer, not a hang: every call to Redis has a deadline, an
+//! approval that cannot be recorded does not run, the rate limit falls back to the
+//! instance's own count, a call that cannot record its task runs as an ordinary call,
+//! and the relays of changes reconnect by themselves.
+// TODO(exercise): this file is your copy of `store.rs`, the piece chapter 20 adds to the
 // server, with its decisions left for you to write. Each part sits between a `// TODO`
 // line and its `// END TODO`: replace what is between them, and leave the rest as it is.
 // The rest of the server is the chapter's own files, as `main.rs`'s map lists them: the
-// exercise binary is that server with this file in place of `tasks.rs`.
-// Check your work: `cargo run -- check 19`. The solution: `tasks.rs`, next to this file.
+// exercise binary is that server with this file in place of `store.rs`.
+// Check your work: `cargo run -- check 20`. It starts a `redis-server` of its own, so Redis
+// must be installed (the page's Exercise says how). The solution: `store.rs`, next to this file.
 //
 // Until the TODOs are written, some items below are unused or unreachable and the compiler
 // would warn about each one. This line keeps the build quiet; delete this block when done.
-#![allow(dead_code, unused_imports, unused_variables, unreachable_code, clippy::diverging_sub_expression)]
+#![allow(dead_code, unused_imports, unused_variables, unused_mut, unreachable_code, clippy::diverging_sub_expression)]
 // END TODO
 
-use std::collections::HashMap;
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread;
 use std::time::{Duration, Instant};
 
+use redis::{Client, Connection, RedisError};
 use serde_json::{Value, json};
 
-use crate::authorization::Caller;
-use crate::http;
-use crate::input_required::{MISSING_CLIENT_CAPABILITY, now_secs, parse_state_key, random_key, siphash_2_4};
-use crate::jsonrpc::RpcError;
-use crate::listen::Listeners;
 use crate::mcp::lock;
-use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
-use crate::streaming::{LongCall, Outlet, Server};
 
-// ANCHOR: negotiation
-/// The extension's name, under `capabilities.extensions` on both sides.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
-
-/// What this server says of its extensions in `server/discover`: tasks, with no
-/// settings ("an empty object indicates support", Capability Negotiation).
-pub fn extensions() -> Value {
-    json!({ TASKS_EXTENSION: {} })
+// ANCHOR: store
+/// Where the shared state is kept: two kinds, chosen once by `--state-store`, each with
+/// the same operations (`use_once`, `take_call`, `publish`, `relay_changes`, and the
+/// tasks' below). An
+/// enum rather than a trait: there are exactly two, both in this file, and each
+/// operation is one `match` that shows what the two do side by side; nothing above this
+/// file needs a type parameter or a `Box<dyn ...>` to hold one.
+pub enum Store {
+    /// In this process: one instance, no server to run (the default, as before).
+    InProcess(Mutex<UsedStates>),
+    /// In Redis, shared by every instance started with the same `--state-store`. Boxed:
+    /// it is the larger, and there is one store in a process.
+    Redis(Box<Redis>),
 }
 
-/// Whether the client declared the extension on this request, in
-/// `_meta["io.modelcontextprotocol/clientCapabilities"].extensions`: "A server MUST NOT
-/// return `CreateTaskResult` to a client that did not include the extension capability
-/// on its request, regardless of prior declarations".
-pub fn declares_tasks(params: Option<&Value>) -> bool {
-    // ANCHOR: declared
-    // TODO: decision 1: does this request's own `clientCapabilities` (`request_meta`) name `TASKS_EXTENSION`
-    // under `extensions`? Proven by "A client that does not declare it gets the call as before", "A client
-    // that declares it gets a task" and "`tasks/get` needs the extension declared on that request too".
-    todo!("did this request declare the extension?")
-    // END TODO
-    // ANCHOR_END: declared
+/// Why a state cannot be used now.
+#[derive(Debug)]
+pub enum NotUsed {
+    /// It has been used, or may have been: the client's retry is refused (-32602).
+    Refused(&'static str),
+    /// The store did not answer, so nobody knows: the approval must not run.
+    StoreFailed(StoreError),
 }
 
-/// -32021 for a client that uses the extension without declaring it, naming what it
-/// must declare (Error Handling: "Servers MUST return this error for non-declaring
-/// clients issuing `tasks/get`, `tasks/update`, and `tasks/cancel` requests", and for
-/// those "requesting task notifications on `subscriptions/listen`").
-pub fn missing_tasks_extension(what: &str) -> RpcError {
-    RpcError {
-        code: MISSING_CLIENT_CAPABILITY,
-        message: format!("Missing required client capability: {what} needs the {TASKS_EXTENSION} extension"),
-        data: Some(json!({ "requiredCapabilities": { "extensions": extensions() } })),
+impl Store {
+    /// Record the state `id`, which expires at `expires` (seconds since 1970), as used,
+    /// once across every instance that shares this store: `Ok` the first time only.
+    pub fn use_once(&self, id: u64, expires: u64, now: u64) -> Result<(), NotUsed> {
+        match self {
+            Store::InProcess(used) => lock(used).use_once(id, expires, now).map_err(NotUsed::Refused),
+            Store::Redis(redis) => match redis.set_if_absent(id, expires, now) {
+                Ok(used) => used.map_err(NotUsed::Refused),
+                Err(error) => Err(NotUsed::StoreFailed(error)),
+            },
+        }
+    }
+
+    /// Count one tool call of `caller` in the fleet's minute: `Ok(None)` when the store
+    /// does not count calls (in the process: rate_limit.rs counts them itself), else
+    /// whether it may go on, and how long until its minute ends.
+    pub fn take_call(&self, caller: &str, per_minute: u32) -> Result<Option<(bool, Duration)>, StoreError> {
+        match self {
+            Store::InProcess(_) => Ok(None),
+            Store::Redis(redis) => redis.count_call(caller, per_minute).map(Some),
+        }
+    }
+
+    /// Tell the other instances that `uri` has changed (this instance has told its own
+    /// listeners already). A store that does not answer loses the notice, which is
+    /// logged: a notice is a hint to read again, never the data itself.
+    pub fn publish(&self, uri: &str) {
+        if let Store::Redis(redis) = self
+            && let Err(error) = redis.publish(uri)
+        {
+            eprintln!("store: a change of {uri} was not told to the other instances: {error}");
+        }
+    }
+
+    /// Hand every change another instance publishes to `relay`, for as long as the
+    /// process runs, on a thread of its own (in the process, there are no others).
+    pub fn relay_changes(&'static self, relay: impl Fn(&str) + Send + 'static) {
+        if let Store::Redis(redis) = self {
+            std::thread::spawn(move || redis.relay_changes(relay));
+        }
+    }
+
+    /// The process starts at `now`, and issues states that live `state_ttl` seconds.
+    /// With an empty record in the process, every state that expires within `state_ttl`
+    /// was issued before, may have been used, and is refused. Redis's record outlives any
+    /// one instance: it refuses only what was issued before the record itself began
+    /// (`Redis::set_if_absent`).
+    pub fn start(&self, now: u64, state_ttl: u64) {
+        match self {
+            Store::InProcess(used) => lock(used).horizon = now + state_ttl - 1,
+            Store::Redis(redis) => {
+                redis.state_ttl.store(state_ttl, Ordering::Relaxed);
+                // A new fleet's record begins now, and refuses every state issued in this
+                // second or before: this instance issues none until the next second. A
+                // record that began before goes on.
+                match redis.begin_record(now) {
+                    Ok(true) => std::thread::sleep(Duration::from_millis(1000 - u64::from(subsec_millis()))),
+                    Ok(false) => {}
+                    Err(error) => eprintln!("store: the record of used states will begin at its first use: {error}"),
+                }
+                redis.check_setup();
+            }
+        }
+    }
+
+    /// The first `requestState` id this instance issues. In the process, 1, 2, 3...;
+    /// in a fleet every instance draws its own random start, so that two instances do
+    /// not issue the same id and find it used by the other.
+    pub fn first_state_id(&self) -> u64 {
+        match self {
+            Store::InProcess(_) => 0,
+            Store::Redis(_) => random_u64(),
+        }
     }
 }
-// ANCHOR_END: negotiation
+// ANCHOR_END: store
 
-// ANCHOR: tasks
-/// How long a task's record lives from its creation (`ttlMs`). "The server may discard
-/// the task after the TTL elapses"; this one does. A task works for at most half of it
-/// (five minutes, where a call that holds its request has one): the other half is for
-/// reading how it ended.
-pub const TASK_TTL: Duration = Duration::from_secs(600);
-/// How often a client should poll (`pollIntervalMs`): "Clients SHOULD honor this value
-/// to avoid overwhelming the server."
-const POLL_INTERVAL_MS: u64 = 1_000;
-/// How often a task waiting for an answer looks whether one came, or it should stop.
-const ANSWER_CHECK_INTERVAL: Duration = Duration::from_millis(10);
-/// The most tasks the server holds at once, whoever created them: each is a record,
-/// and while it works a thread. A call past it runs as an ordinary long call.
-const MAX_TASKS: usize = 1024;
-
-/// The tasks this server holds, by id: working, waiting for an answer, or ended and
-/// kept until their time to live is up.
-pub struct Tasks {
-    held: Mutex<HashMap<String, Task>>,
-    /// The key task ids are made with: drawn at random when the server starts.
-    key: [u8; 16],
-    /// How many tasks were ever created: numbers the next id.
-    created: AtomicU64,
-    /// The most tasks one caller may hold at once (`--max-tasks-per-caller`).
-    max_per_caller: usize,
-    /// How long a record lives (`TASK_TTL`, or `--task-ttl-secs` in tests).
-    ttl: Duration,
+/// The store did not answer (`unreachable`), or answered what this server never writes.
+#[derive(Debug)]
+pub struct StoreError {
+    why: String,
+    unreachable: bool,
 }
 
-/// One task: whose it is, what it is doing, and for how long it is kept.
-struct Task {
-    /// Who created it: the only caller who may read, answer or cancel it.
-    owner: String,
-    /// Its status, with what that status carries.
-    status: Status,
-    /// When it was created and last changed, in seconds since 1970 (ISO 8601 on the wire).
-    created_at: u64,
-    last_updated_at: u64,
-    /// When its record is dropped.
-    expires: Instant,
-    /// The client asked to cancel it: the work stops at its next check.
-    cancel_requested: bool,
-    /// How many questions it has asked: numbers the next question's key, so that no key
-    /// is ever used twice.
-    asked: u64,
-    /// The answer to the outstanding question, under its key, once `tasks/update` has
-    /// brought it.
-    answer: Option<(String, Value)>,
-}
-
-/// Whose a task is when the server asks for no token: anyone's who holds its id, which
-/// is then a bearer token for the task ("A server MAY use task IDs as bearer tokens for
-/// a server's stored state", Security Considerations). With authorization (chapter 18)
-/// a task is its caller's (`Caller::identity`: the token's subject and client).
-const ANYONE: &str = "anyone";
-
-/// Who holds a task that `caller` creates, and who alone may reach it.
-fn owner(caller: &Caller) -> String {
-    caller.identity().unwrap_or_else(|| ANYONE.to_string())
-}
-
-/// A task's status (Task Status): `working` or `input_required` while it runs; then one
-/// of three ends, which never change.
-enum Status {
-    Working,
-    /// Waiting for the answer to one question: its key, and the request the client must
-    /// answer (an `elicitation/create`, as chapter 15 asks it).
-    InputRequired {
-        key: String,
-        request: Value,
-    },
-    /// The tool's result, `isError: true` included: "This includes tool calls that
-    /// returned results with `isError: true`."
-    Completed(Value),
-    /// The JSON-RPC error the call ended with (a tool that panicked, one past its time):
-    /// "This status MUST NOT be used for non-JSON-RPC errors."
-    Failed(Value),
-    Cancelled,
-}
-
-impl Status {
-    fn ended(&self) -> bool {
-        matches!(self, Status::Completed(_) | Status::Failed(_) | Status::Cancelled)
+impl StoreError {
+    /// Redis answered, with what is not ours (an error, a value this server never wrote).
+    fn not_ours(why: String) -> StoreError {
+        StoreError { why, unreachable: false }
     }
 }
-// ANCHOR_END: tasks
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
+
+impl From<RedisError> for StoreError {
+    fn from(error: RedisError) -> StoreError {
+        let unreachable = error.is_io_error() || error.is_timeout() || error.is_connection_dropped();
+        StoreError { why: format!("Redis: {error}"), unreachable }
+    }
+}
+
+// ANCHOR: flags
+/// The most used states remembered at once in the process (`UsedStates`): some 10,000
+/// approvals in ten minutes, a few hundred kilobytes.
+const MAX_USED_STATES: usize = 10_000;
+
+/// `--state-store` from the environment, where other users of the machine cannot read
+/// it (they can read a process's flags, with `ps`).
+const STORE_VARIABLE: &str = "MCP_WORKBOOK_STATE_STORE";
 
 /// This piece's flags, which `main.rs` takes in with its own (`#[command(flatten)]`).
 #[derive(clap::Args)]
-pub struct TaskFlags {
-    /// The most tasks one caller may hold at once (chapter 19), ended ones included until
-    /// they expire. A call past it runs as an ordinary long call. A task at work holds
-    /// one of `--max-running-calls` for up to half its time to live: keep this well below
-    /// that, so that no one caller can hold them all.
-    #[arg(long, value_name = "N", default_value_t = 4)]
-    pub max_tasks_per_caller: usize,
-    /// For tests: how long a task's record lives, in seconds (`TASK_TTL` unless given),
-    /// so that a test can see one expire.
-    #[arg(long, value_name = "SECS", hide = true)]
-    pub task_ttl_secs: Option<u64>,
-    /// For tests: the key task ids are made with (32 hex digits), so that a transcript's
-    /// ids are exact. Without it, one is drawn at random.
-    #[arg(long, value_name = "HEX", value_parser = parse_state_key, hide = true)]
-    pub fixed_task_key: Option<[u8; 16]>,
+pub struct StoreFlags {
+    /// Keep the state instances share (used `requestState`s, the rate limit, resource
+    /// changes) in Redis, `redis://HOST:PORT` (chapter 20): every instance behind one load
+    /// balancer names the same one. Without it, in this process: one instance only. A
+    /// URL with a password: prefer the variable MCP_WORKBOOK_STATE_STORE (flags show in `ps`).
+    #[arg(long, value_name = "URL")]
+    pub state_store: Option<String>,
+    /// The start of every key and channel this server uses in the store, so that
+    /// several servers can share one Redis without reading each other's state.
+    #[arg(long, value_name = "PREFIX", default_value = "mcp-workbook", value_parser = parse_prefix)]
+    pub state_store_prefix: String,
 }
 
-impl TaskFlags {
-    pub fn tasks(&self) -> Tasks {
-        Tasks {
-            held: Mutex::new(HashMap::new()),
-            key: self.fixed_task_key.unwrap_or_else(random_key),
-            created: AtomicU64::new(0),
-            max_per_caller: self.max_tasks_per_caller,
-            ttl: self.task_ttl_secs.map_or(TASK_TTL, Duration::from_secs),
-        }
-    }
-}
-
-// ANCHOR: create
-impl Tasks {
-    /// Start `call` as a task of `caller`'s, and answer with the task
-    /// (`CreateTaskResult`), or `None` when the caller already holds as many as they may,
-    /// the server as many as it can, or as many calls run as may: then the call runs as
-    /// an ordinary one ("the server decides on a per-request basis whether to
-    /// materialize a task").
-    pub fn create(&'static self, caller: &Caller, call: LongCall, server: Server) -> Option<Value> {
-        let owner = owner(caller);
-        let mut held = lock(&self.held);
-        held.retain(|_, task| task.expires > Instant::now());
-        // ANCHOR: bound
-        // TODO: decision 2: no task (`None`) when `owner` holds `max_per_caller` tasks already, or the server
-        // `MAX_TASKS`. Proven by "A caller who holds as many tasks as they may gets the call as before" and
-        // "... while another caller still gets a task".
-        todo!("is there room for one more task?");
-        // END TODO
-        // ANCHOR_END: bound
-        let id = self.new_id();
-        let detached = call.detach(&id, server)?;
-        let now = now_secs();
-        let task = Task {
-            owner,
-            status: Status::Working,
-            created_at: now,
-            last_updated_at: now,
-            expires: Instant::now() + self.ttl,
-            cancel_requested: false,
-            asked: 0,
-            answer: None,
+impl StoreFlags {
+    /// The store the flags name; `max_used_states` bounds the record in the process.
+    pub fn store(&self, max_used_states: Option<usize>) -> Result<Store, String> {
+        let from_environment = || std::env::var(STORE_VARIABLE).ok().filter(|url| !url.is_empty());
+        let Some(url) = self.state_store.clone().or_else(from_environment) else {
+            return Ok(Store::InProcess(Mutex::new(UsedStates::new(max_used_states.unwrap_or(MAX_USED_STATES)))));
         };
-        // ANCHOR: record
-        // TODO: decision 2: the answer, `CreateTaskResult` (the task `shown` as a `"task"`), and the record in
-        // `held` before the answer goes out. Proven by "A client that declares it gets a task" and "The client
-        // polls the task until it has completed".
-        let created: Value = todo!("the answer, and the record in place");
-        // END TODO
-        // ANCHOR_END: record
-        drop(held);
-        let worker_id = id.clone();
-        // A drain (SIGTERM: the base) waits for the work, its end recorded, as for a request.
-        let work = http::Work::begin();
-        let spawned = thread::Builder::new().name("task".into()).spawn(move || {
-            let mut outlet = TaskOutlet { tasks: self, id: worker_id.clone(), listeners: server.listeners };
-            let outcome = detached.run(&mut outlet, self.ttl / 2);
-            self.end(&worker_id, outcome, server.listeners);
-            drop(work);
-        });
-        // No thread, no task: its record goes, and the call runs as an ordinary one.
-        if spawned.is_err() {
-            lock(&self.held).remove(&id);
-            return None;
-        }
-        // A line on stderr, so that a test can see a client's call became a task
-        // (tests/interop/run); never the id, which without authorization is the task's key.
-        eprintln!("tools/call: answered with a task");
-        Some(created)
+        // Not the URL in the error: it may hold a password.
+        let client = Client::open(url.as_str()).map_err(|error| format!("--state-store: {error}"))?;
+        let (prefix, instance) = (self.state_store_prefix.clone(), format!("{:016x}", random_u64()));
+        let (idle, paused_until) = (Mutex::new(Vec::new()), Mutex::new(None));
+        let state_ttl = AtomicU64::new(0);
+        Ok(Store::Redis(Box::new(Redis { client, idle, paused_until, state_ttl, prefix, instance })))
     }
-
-    /// A new task id: 128 bits of SipHash-2-4, under a key drawn at random when the
-    /// server starts, of the task's number. Without the key nobody can compute one, nor
-    /// tell the next from the last: "Servers MUST generate them with sufficient entropy
-    /// that a third party cannot enumerate or guess them" (Security Considerations).
-    fn new_id(&self) -> String {
-        let number = self.created.fetch_add(1, Ordering::Relaxed);
-        let (high, low) = (format!("task {number} high"), format!("task {number} low"));
-        format!("{:016x}{:016x}", siphash_2_4(&self.key, high.as_bytes()), siphash_2_4(&self.key, low.as_bytes()))
-    }
-
-    /// The work has ended: its result, its error, or `None`, cancelled. A task that was
-    /// asked to stop and stopped is `cancelled`; one that finished first keeps what it
-    /// finished with ("MAY ultimately reach a terminal status other than `cancelled` if
-    /// the work finished before cancellation could take effect").
-    fn end(&self, id: &str, outcome: Option<Result<Value, RpcError>>, listeners: &Listeners) {
-        // ANCHOR: ended
-        // TODO: decision 4: the status the `outcome` ends the task in: a result (`isError: true` too), an
-        // error, or none. Proven by "The client polls the task until it has completed", "... and the task
-        // completes with what the answer decided" and "... and the task is `cancelled` once its work has stopped".
-        let status: Status = todo!("how did it end?");
-        // END TODO
-        // ANCHOR_END: ended
-        self.update(id, |task| task.status = status, listeners);
-    }
-
-    // ANCHOR: notify
-    /// Change task `id`'s status, if it is still held; note when, and tell whoever
-    /// listens for it (`subscriptions/listen` with `taskIds`): "Each notification carries
-    /// a complete `DetailedTask` for the current status, identical to what `tasks/get`
-    /// would have returned at that moment."
-    fn update(&self, id: &str, change: impl FnOnce(&mut Task), listeners: &Listeners) {
-        let changed = lock(&self.held).get_mut(id).map(|task| {
-            change(task);
-            task.last_updated_at = now_secs();
-            self.shown(id, task)
-        });
-        // Told once the lock is let go: a slow listener holds up no task.
-        if let Some(task) = changed {
-            listeners.task_changed(id, task);
-        }
-    }
-
-    /// Chapter 17's `subscriptions/listen`, with the task ids it names narrowed to the
-    /// ones `caller` holds that may still change: a task is heard of only by its owner,
-    /// and one it does not hold is left out of the acknowledgment as a task that does not
-    /// exist would be; so is one that has ended, of which there is nothing more to tell.
-    pub fn narrow_listen(&self, params: Option<&Value>, caller: &Caller, _store: &crate::store::Store) -> Option<Value> {
-        let mut params = params.cloned()?;
-        if let Some(ids) = params.pointer_mut("/notifications/taskIds").and_then(Value::as_array_mut) {
-            let (owner, held) = (owner(caller), lock(&self.held));
-            let holds = |id: &str| held.get(id).is_some_and(|task| task.owner == owner && !task.status.ended());
-            ids.retain(|id| id.as_str().is_none_or(holds));
-        }
-        Some(params)
-    }
-    // ANCHOR_END: notify
 }
-// ANCHOR_END: create
 
-// ANCHOR: methods
-impl Tasks {
-    /// `tasks/get`, `tasks/update` and `tasks/cancel`, from `caller`. A task id that is not
-    /// held, has expired, or is another caller's is one answer, -32602: the error says
-    /// nothing of whether someone else holds it.
-    pub fn request(&self, method: &str, params: Option<&Value>, caller: &Caller, _store: &crate::store::Store) -> Result<Value, RpcError> {
-        let owner = owner(caller);
-        let id = params.and_then(|p| p.get("taskId")).and_then(Value::as_str);
-        let id = id.ok_or_else(|| RpcError::invalid_params("`taskId` must be a string"))?;
-        let mut held = lock(&self.held);
-        held.retain(|_, task| task.expires > Instant::now());
-        // ANCHOR: owned
-        // TODO: decision 3: the task `id` names if it is this caller's (`owner`); else the -32602 an unknown id
-        // gets. Proven by "Another caller's `tasks/get` is refused as an unknown id" and "An id that was never
-        // issued".
-        let task: &mut Task = todo!("whose task is it?");
-        // END TODO
-        // ANCHOR_END: owned
-        match method {
-            // A task, as `tasks/get` answers it, is that method's complete result, which the
-            // router marks so: "The `resultType` field MUST be set to `"complete"` on this object".
-            "tasks/get" => Ok(self.shown(id, task)),
-            "tasks/update" => {
-                let responses = params.and_then(|p| p.get("inputResponses")).and_then(Value::as_object);
-                let responses =
-                    responses.ok_or_else(|| RpcError::invalid_params("`inputResponses` must be an object"))?;
-                // ANCHOR: answer_taken
-                // TODO: decision 3: take into `task.answer` the answer to the question outstanding, under its `key`,
-                // and nothing else of `responses`. Proven by "`tasks/update` brings the answer" and "... and the task
-                // completes with what the answer decided".
-                todo!("take the answer to the question outstanding");
-                // END TODO
-                // ANCHOR_END: answer_taken
-                Ok(json!({}))
-            }
-            "tasks/cancel" => {
-                // ANCHOR: cancel_requested
-                // TODO: decision 3: ask the work to stop (`cancel_requested`), unless the task has `ended`; its status
-                // is not yours to change here. Proven by "... and the task is `cancelled` once its work has stopped"
-                // and "... it is still `completed`".
-                todo!("ask the work to stop");
-                // END TODO
-                // ANCHOR_END: cancel_requested
-                Ok(json!({}))
-            }
-            _ => Err(RpcError::method_not_found(method)),
+/// `--state-store-prefix`: letters, digits and `-_.:`, at most 64, so that a key is
+/// readable in `redis-cli` and cannot run into another server's.
+fn parse_prefix(prefix: &str) -> Result<String, String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-_.:".contains(c);
+    if prefix.is_empty() || prefix.len() > 64 || !prefix.chars().all(allowed) {
+        return Err("want 1 to 64 letters, digits, '-', '_', '.' or ':'".into());
+    }
+    Ok(prefix.to_string())
+}
+// ANCHOR_END: flags
+
+// ANCHOR: used_states
+/// The states already used, in the process. A good tag proves this server issued a
+/// state, not that it is new: an approved retry sent again, word for word, would run the
+/// payroll again until the state expired. mrtr.mdx: "Servers for which a given
+/// `requestState` must be consumed at most once (e.g., one-time redemptions) MUST
+/// enforce that invariant server-side" (Server Requirements 5).
+///
+/// Each used state's id, kept until the state expires (from then on it is refused as
+/// expired anyway): at most the states used in a state's lifetime, and never more than
+/// `max`. A fleet of instances keeps this record in Redis instead (`Redis::set_if_absent`),
+/// or a state used on one instance can be used again on another.
+pub struct UsedStates {
+    /// `(expires, id)` of every used state not yet expired, the soonest to expire first.
+    used: BTreeSet<(u64, u64)>,
+    /// Every state that expires at or before this is refused: it may have been used where
+    /// this record cannot see, before this process started, or before the cap dropped it.
+    horizon: u64,
+    max: usize,
+}
+
+impl UsedStates {
+    const fn new(max: usize) -> UsedStates {
+        UsedStates { used: BTreeSet::new(), horizon: 0, max }
+    }
+
+    /// Use the state `id`, which expires at `expires`, once. `Err`: why not, for the client.
+    fn use_once(&mut self, id: u64, expires: u64, now: u64) -> Result<(), &'static str> {
+        self.used = self.used.split_off(&(now, 0)); // the expired are refused anyway
+        if expires <= self.horizon {
+            return Err("is older than this server's record of used states");
         }
+        if !self.used.insert((expires, id)) {
+            return Err("has been used already");
+        }
+        // Full: forget the state that expires first, and refuse from now on every state
+        // that expires no later. Some states die early; none is used twice.
+        if self.used.len() > self.max
+            && let Some((expires, _)) = self.used.pop_first()
+        {
+            self.horizon = expires;
+        }
+        Ok(())
     }
+}
+// ANCHOR_END: used_states
 
-    /// Over stdio, the host closed stdin: nobody is left to poll, answer or cancel, so
-    /// every task still working is asked to stop.
-    pub fn cancel_all(&self) {
-        lock(&self.held).values_mut().for_each(|task| task.cancel_requested = true);
-    }
+// ANCHOR: redis
+// ANCHOR: deadlines
+/// How long connecting to Redis may take. Redis next to the server answers in well under
+/// a millisecond; one that has not answered in half a second is down or unreachable, and
+/// the request that waits for it should get its answer (a refusal) now.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long one command may wait to be sent, and for its reply. Every command here is a
+/// constant-time one on one key, so the same half second: a Redis that accepts and never
+/// answers (stopped with SIGSTOP, a full disk, a broken network) costs a request this
+/// much, and no more.
+const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
+/// After Redis has failed a command, how long it is not asked again: each request in
+/// the meantime gets its answer (a refusal, the instance's own count) at once, instead
+/// of waiting out the deadlines above, one request after another, while Redis is down.
+const PAUSE_AFTER_FAILURE: Duration = Duration::from_secs(1);
+// ANCHOR_END: deadlines
+/// Connections kept open between requests, for the next ones (a connection a request
+/// has to open costs a round trip more). More at once are opened, then closed.
+const MAX_IDLE_CONNECTIONS: usize = 16;
+/// How much a state's record outlives the state, for clocks that differ between the
+/// instances: one that runs a minute late still finds the record.
+const CLOCK_SKEW_SECS: u64 = 60;
+/// The relay of changes: how long it waits before reconnecting, doubled after each
+/// failure up to the most, so that a Redis that is down is not hammered.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MOST_BACKOFF: Duration = Duration::from_secs(2);
+/// How long the relay waits for a message before it checks (`PING`) that the
+/// connection is still there: a Redis that vanished without closing it is found this soon.
+const RELAY_QUIET_CHECK: Duration = Duration::from_secs(15);
+/// The longest resource URI relayed; a longer message is not ours.
+const MAX_RELAYED_URI_BYTES: usize = 2048;
 
-    /// A task as `tasks/get` and `notifications/tasks` show it (a `DetailedTask`): the
-    /// fields every status has, and what its status carries.
-    fn shown(&self, id: &str, task: &Task) -> Value {
-        let (status, carries) = match &task.status {
-            Status::Working => ("working", None),
-            Status::InputRequired { key, request } => {
-                ("input_required", Some(("inputRequests", json!({ key.as_str(): request }))))
-            }
-            Status::Completed(result) => ("completed", Some(("result", result.clone()))),
-            Status::Failed(error) => ("failed", Some(("error", error.clone()))),
-            Status::Cancelled => ("cancelled", None),
+/// Redis, and what this instance keeps to talk to it.
+pub struct Redis {
+    client: Client,
+    /// Connections open and free, for the next command, each with the key of its
+    /// Redis's record (`connect`).
+    idle: Mutex<Vec<(Connection, String)>>,
+    /// Until when Redis is not asked (`PAUSE_AFTER_FAILURE`).
+    paused_until: Mutex<Option<Instant>>,
+    /// How long a state lives, once the process has started (`Store::start`).
+    state_ttl: AtomicU64,
+    /// `--state-store-prefix`, before every key and the channel.
+    prefix: String,
+    /// This instance's name on the channel, random: it does not relay its own notices,
+    /// which it told its listeners itself.
+    instance: String,
+}
+
+impl Redis {
+    /// Record the state `id` as used unless it is already, in one step no other
+    /// instance can come between, whichever instance asks first: `Ok(Ok(()))` for that
+    /// one only. The record is kept until the state expires, and a little longer
+    /// (`CLOCK_SKEW_SECS`); from then on the state is refused as expired anyway.
+    ///
+    /// In the same `MULTI`, the record's own start (`begin_record`), set if it is not
+    /// there: a Redis that lost its keys, or came back from a snapshot older than its
+    /// last writes, begins its record again, and every state issued before then is
+    /// refused, as a restarted process refuses them (`UsedStates`): it may have been used
+    /// where this record cannot see.
+    fn set_if_absent(&self, id: u64, expires: u64, now: u64) -> Result<Result<(), &'static str>, StoreError> {
+        let (since, first): (Option<String>, Option<String>) = self.command_in_life(|c, since_key| {
+            // One `MULTI`: the record's start, set if it is not there, and read ...
+            let mut pipe = redis::pipe();
+            pipe.atomic().cmd("SET").arg(since_key).arg(now).arg("NX").ignore().cmd("GET").arg(since_key);
+            // ... and the state's own record, its third command.
+            // ANCHOR: set_nx
+            // TODO: decision 2: add to `pipe` the one command that records state `id` as used unless it is, kept until
+            // it `expires` and `CLOCK_SKEW_SECS` more, and send the `pipe`. Proven by "The retry runs the payroll, and
+            // Redis records its state as used" and "The same retry, sent again, is refused: Redis has its record".
+            todo!("record the state as used, once")
+            // END TODO
+            // ANCHOR_END: set_nx
+        })?;
+        // A beginning this server could have written: a second since 1970, not after now
+        // by more than the clocks may differ.
+        let since = since.as_deref().and_then(|since| since.parse::<u64>().ok());
+        let Some(since) = since.filter(|since| *since <= now.saturating_add(CLOCK_SKEW_SECS)) else {
+            return Err(StoreError::not_ours(format!("Redis's record of used states begins at {since:?}")));
         };
-        let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
-        let mut shown = json!({
-            "taskId": id,
-            "status": status,
-            "createdAt": iso_8601(task.created_at),
-            "lastUpdatedAt": iso_8601(task.last_updated_at),
-            "ttlMs": ttl_ms,
-            "pollIntervalMs": POLL_INTERVAL_MS,
-        });
-        if let Some((field, value)) = carries {
-            shown[field] = value;
+        let state_ttl = self.state_ttl.load(Ordering::Relaxed);
+        // Issued in the second the record began, or before: it may have been used.
+        if expires <= since.saturating_add(state_ttl) {
+            return Ok(Err("is older than this server's record of used states"));
         }
-        shown
-    }
-}
-// ANCHOR_END: methods
-
-// ANCHOR: outlet
-/// A task's line to the world while it works. It sends nothing: "`notifications/progress`
-/// and `notifications/message` ... are not supported on tasks in general in this
-/// specification". It is cancelled by `tasks/cancel`, and it asks through the task's
-/// record: the question shows in `tasks/get` as `inputRequests`, and the answer comes in
-/// `tasks/update`.
-struct TaskOutlet {
-    tasks: &'static Tasks,
-    id: String,
-    /// Who listens for the task's changes (chapter 17's `subscriptions/listen`).
-    listeners: &'static Listeners,
-}
-
-impl Outlet for TaskOutlet {
-    fn send(&mut self, _message: &Value) {}
-
-    fn cancelled(&mut self) -> bool {
-        lock(&self.tasks.held).get(&self.id).is_none_or(|task| task.cancel_requested)
-    }
-
-    fn ask(&mut self, method: &str, params: &Value, deadline: Instant) -> Option<Result<Value, String>> {
-        // ANCHOR: new_key
-        // TODO: decision 5: the question (`method`, `params`) in the record (`self.tasks.update`), `InputRequired`
-        // under a `key` never used before in this task (`asked`), which the wait below answers. Proven by "... is
-        // `input_required`, with its question under a key of its own" and "`tasks/update` brings the answer".
-        let key: String = todo!("ask under a new key");
+        // ANCHOR: reply
+        // TODO: decision 2: what your command's reply (`first`) means: this state's first use, a state used already,
+        // or a reply that is not ours. Proven by "The retry runs the payroll, and Redis records its state as used"
+        // and "The same retry, sent again, is refused: Redis has its record".
+        todo!("what did Redis answer?")
         // END TODO
-        // ANCHOR_END: new_key
-        let heard = loop {
-            // Only an answer to this question: one to an earlier question, come late, is
-            // dropped.
-            let answer = lock(&self.tasks.held).get_mut(&self.id).and_then(|task| task.answer.take());
-            if let Some((answered, answer)) = answer
-                && answered == key
-            {
-                break Ok(answer);
-            }
-            if self.cancelled() {
-                break Err("the task was cancelled".to_string());
-            }
-            if Instant::now() >= deadline {
-                break Err("no answer came in time".to_string());
-            }
-            thread::sleep(ANSWER_CHECK_INTERVAL);
-        };
-        // Answered: back to work. Not answered: the task stays as it is until its end.
-        if heard.is_ok() {
-            self.tasks.update(&self.id, |task| task.status = Status::Working, self.listeners);
+        // ANCHOR_END: reply
+    }
+
+    /// `SET PREFIX:record-since:RUN_ID NOW NX`: the record of used states begins now,
+    /// unless it began before in this life of Redis. `RUN_ID` is Redis's own name for
+    /// the life of its process (`INFO server`), new each time it starts: a Redis that
+    /// starts again empty, or from a snapshot that misses its last writes, or a replica
+    /// that takes its place, is a new life, whose record begins anew. `true`: it begins now.
+    fn begin_record(&self, now: u64) -> Result<bool, StoreError> {
+        let reply = self.command_in_life(|c, since_key| {
+            redis::cmd("SET").arg(since_key).arg(now).arg("NX").query::<Option<String>>(c)
+        })?;
+        Ok(reply.is_some())
+    }
+
+    /// One call in `caller`'s fixed window of a minute, which its first call opens,
+    /// counted in the same `MULTI` that sets the window's end (so that no call is counted
+    /// in a window that never ends) and reads how long it has left, for `Retry-After`.
+    /// A transaction rather than a Lua script: three commands a reader knows, sent in one
+    /// round trip, and nothing to load into Redis. A fixed window lets a caller make up
+    /// to twice its share across the turn of a minute; the share itself is never exceeded
+    /// within one window, fleet-wide.
+    fn count_call(&self, caller: &str, per_minute: u32) -> Result<(bool, Duration), StoreError> {
+        // ANCHOR: window
+        // TODO: decision 1: in one round trip, count this call in `caller`'s window of a minute, which the first call
+        // opens, and read the milliseconds it has left. Proven by "Bob's calls are counted in Redis: the first of his
+        // three this minute ..." and "... and so is every call until then: the window's end does not move".
+        let (calls, left_ms): (i64, i64) = todo!("count the call in the fleet's window");
+        // END TODO
+        // ANCHOR_END: window
+        if calls < 1 || !(0..=60_000).contains(&left_ms) {
+            return Err(StoreError::not_ours(format!("Redis's count of calls is not ours ({calls}, {left_ms} ms)")));
         }
-        Some(heard)
+        // ANCHOR: allowed
+        // TODO: decision 1: may this call go on, with `calls` counted in the window (this one too) and a share of
+        // `per_minute`? Proven by "... the third ..." and "... and a fourth is refused: 429, until bob's window ends".
+        let allowed: bool = todo!("is this call within the share?");
+        // END TODO
+        // ANCHOR_END: allowed
+        Ok((allowed, Duration::from_millis(left_ms as u64)))
+    }
+
+    /// `PUBLISH PREFIX:resources-updated {"instance": .., "uri": ..}`.
+    fn publish(&self, uri: &str) -> Result<(), StoreError> {
+        let message = json!({ "instance": self.instance, "uri": uri }).to_string();
+        let channel = self.channel();
+        self.command(|c| redis::cmd("PUBLISH").arg(&channel).arg(&message).query::<i64>(c)).map(|_| ())
+    }
+
+    /// What this server needs of Redis and cannot set itself, said at start. Redis 7.0
+    /// or later: an older one has no `PEXPIRE ... NX`, and the rate limit counts on each
+    /// instance alone. A Redis that evicts no key (`maxmemory-policy noeviction`): every
+    /// key here expires, so every other policy, the `volatile-*` ones too, may evict a
+    /// used state, which then runs again. A managed Redis may refuse `CONFIG`: then say
+    /// that too.
+    fn check_setup(&self) {
+        let info = self.command(|c| redis::cmd("INFO").arg("server").query::<String>(c));
+        let version = info.ok().and_then(|info| {
+            info.lines().find_map(|line| line.trim_end().strip_prefix("redis_version:").map(str::to_string))
+        });
+        let major = version.as_deref().and_then(|version| version.split('.').next()?.parse::<u32>().ok());
+        if major.is_none_or(|major| major < 7) {
+            eprintln!("store: Redis {version:?} is not 7.0 or later: the rate limit will count on each instance alone");
+        }
+        let policy = self.command(|c| redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query::<Vec<String>>(c));
+        match policy.as_ref().map(|pair| pair.get(1).map(String::as_str)) {
+            Ok(Some("noeviction")) => {}
+            Ok(policy) => eprintln!(
+                "store: Redis may evict keys (maxmemory-policy {policy:?}): a used requestState it evicts can \
+                 be used again; set it to noeviction"
+            ),
+            Err(error) => eprintln!("store: Redis's maxmemory-policy is unknown ({error}): it must be noeviction"),
+        }
+    }
+
+    fn channel(&self) -> String {
+        format!("{}:resources-updated", self.prefix)
+    }
+
+    // ANCHOR: command
+    /// Run `command` on a free connection, or a new one.
+    fn command<T>(&self, command: impl Fn(&mut Connection) -> redis::RedisResult<T>) -> Result<T, StoreError> {
+        self.command_in_life(|connection, _| command(connection))
+    }
+
+    /// Run `command` on a free connection, or a new one, with the key of the record's
+    /// beginning in the life of the Redis that connection reaches (`begin_record`). A
+    /// connection that fails is closed. One taken from the free ones may have been closed
+    /// by Redis meanwhile (a restart): that failure, and no other (a timeout is Redis not
+    /// answering), is tried once more, on a new connection. Redis not answering pauses
+    /// it (`PAUSE_AFTER_FAILURE`).
+    fn command_in_life<T>(
+        &self,
+        command: impl Fn(&mut Connection, &str) -> redis::RedisResult<T>,
+    ) -> Result<T, StoreError> {
+        if lock(&self.paused_until).is_some_and(|until| Instant::now() < until) {
+            let why = "Redis did not answer less than a second ago, and is not asked again yet".into();
+            return Err(StoreError { why, unreachable: true });
+        }
+        let outcome = self.try_command(command);
+        if outcome.as_ref().is_err_and(|error| error.unreachable) {
+            *lock(&self.paused_until) = Some(Instant::now() + PAUSE_AFTER_FAILURE);
+        }
+        outcome
+    }
+
+    fn try_command<T>(
+        &self,
+        command: impl Fn(&mut Connection, &str) -> redis::RedisResult<T>,
+    ) -> Result<T, StoreError> {
+        let reused = lock(&self.idle).pop();
+        let was_reused = reused.is_some();
+        let (mut connection, mut since_key) = match reused {
+            Some(link) => link,
+            None => self.connect()?,
+        };
+        let outcome = match command(&mut connection, &since_key) {
+            Err(error) if was_reused && !error.is_timeout() && error.is_connection_dropped() => {
+                (connection, since_key) = self.connect()?;
+                command(&mut connection, &since_key)
+            }
+            outcome => outcome,
+        };
+        let value = outcome?;
+        let mut idle = lock(&self.idle);
+        if idle.len() < MAX_IDLE_CONNECTIONS {
+            idle.push((connection, since_key));
+        }
+        Ok(value)
+    }
+    // ANCHOR_END: command
+
+    /// A new connection, with the deadlines above on connecting and on every command,
+    /// and the key of the record's beginning in this life of Redis,
+    /// `PREFIX:record-since:RUN_ID`: one round trip more, once per connection.
+    fn connect(&self) -> Result<(Connection, String), StoreError> {
+        let mut connection = self.client.get_connection_with_timeout(CONNECT_TIMEOUT)?;
+        connection.set_read_timeout(Some(COMMAND_TIMEOUT))?;
+        connection.set_write_timeout(Some(COMMAND_TIMEOUT))?;
+        let info: String = redis::cmd("INFO").arg("server").query(&mut connection)?;
+        // `run_id:` and 40 hex digits, on a line of its own; anything else is not Redis.
+        let run_id = info.lines().find_map(|line| line.trim_end().strip_prefix("run_id:"));
+        let Some(run_id) = run_id.filter(|id| id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())) else {
+            return Err(StoreError::not_ours("Redis's INFO names no run_id".into()));
+        };
+        Ok((connection, format!("{}:record-since:{run_id}", self.prefix)))
+    }
+
+    // ANCHOR: relay
+    /// Hand each other instance's change of a resource to `relay`, for as long as the
+    /// process runs (`relay_channel`).
+    fn relay_changes(&self, relay: impl Fn(&str)) {
+        self.relay_channel(&self.channel(), "changes", |payload| match self.change_of(payload) {
+            Ok(Some(uri)) => relay(&uri),
+            Ok(None) => {} // this instance's own
+            Err(why) => eprintln!("store: a message on the channel that is not ours, ignored: {why}"),
+        });
+    }
+
+    /// Subscribe to `channel` and hand each message to `handle`; when Redis goes away,
+    /// wait (`FIRST_BACKOFF`, doubling to `MOST_BACKOFF`) and subscribe again. Messages
+    /// published while this instance was not subscribed are not heard: Redis keeps no
+    /// message for a subscriber that is not there.
+    fn relay_channel(&self, channel: &str, what: &str, handle: impl Fn(&[u8])) {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            if let Err(error) = self.subscribe(channel, what, &handle, &mut backoff) {
+                eprintln!("store: not hearing the other instances' {what}: {error}; again in {backoff:?}");
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(MOST_BACKOFF);
+        }
+    }
+
+    /// One subscription, until it fails. Once it is made, the backoff starts over.
+    fn subscribe(
+        &self,
+        channel: &str,
+        what: &str,
+        handle: &impl Fn(&[u8]),
+        backoff: &mut Duration,
+    ) -> Result<(), StoreError> {
+        let (mut connection, _) = self.connect()?;
+        let mut subscription = connection.as_pubsub();
+        subscription.subscribe(channel)?;
+        subscription.set_read_timeout(Some(RELAY_QUIET_CHECK))?;
+        eprintln!("store: hearing the other instances' {what}");
+        *backoff = FIRST_BACKOFF;
+        loop {
+            match subscription.get_message() {
+                Ok(message) => handle(message.get_payload_bytes()),
+                Err(error) if error.is_timeout() => {
+                    // The answer within a command's deadline: a Redis that vanished
+                    // without closing the connection is found now, not a quiet time later.
+                    subscription.set_read_timeout(Some(COMMAND_TIMEOUT))?;
+                    subscription.ping::<redis::Value>()?;
+                    subscription.set_read_timeout(Some(RELAY_QUIET_CHECK))?;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// The URI a message on the channel says has changed: `None` when this instance sent
+    /// it. Anything else on the channel (another program's message, a bad URI) is an
+    /// error, never a panic: the channel is open to anyone who can reach Redis.
+    fn change_of(&self, payload: &[u8]) -> Result<Option<String>, String> {
+        if payload.len() > MAX_RELAYED_URI_BYTES + 100 {
+            return Err(format!("{} bytes", payload.len()));
+        }
+        let message: Value = serde_json::from_slice(payload).map_err(|error| error.to_string())?;
+        let (Some(instance), Some(uri)) =
+            (message.get("instance").and_then(Value::as_str), message.get("uri").and_then(Value::as_str))
+        else {
+            return Err("no instance and uri".into());
+        };
+        if uri.is_empty() || uri.len() > MAX_RELAYED_URI_BYTES || uri.chars().any(char::is_control) {
+            return Err("not a resource URI".into());
+        }
+        Ok((instance != self.instance).then(|| uri.to_string()))
+    }
+    // ANCHOR_END: relay
+}
+// ANCHOR_END: redis
+
+// ANCHOR: tasks
+/// The most bytes of a task's record (or an answer on its way to it) read from or written
+/// to the store: a tool's result fits many times over; a value bigger than this in the
+/// store is not ours.
+const MAX_TASK_RECORD_BYTES: usize = 1 << 20;
+/// The longest task id taken from the store: this server's are 32 hex digits.
+const MAX_TASK_ID_BYTES: usize = 64;
+
+/// A task's record in the store (chapter 19's tasks, chapter 20): whose it is, the task
+/// as `tasks/get` shows it, and how long the record has left.
+pub struct TaskRecord {
+    pub owner: String,
+    pub task: Value,
+    pub keep: Duration,
+}
+
+/// What the other instances asked of a task since the instance that runs it last looked:
+/// the answer to a question, under its key, and whether to stop.
+#[derive(Default)]
+pub struct TaskSignals {
+    pub answer: Option<(String, Value)>,
+    pub cancel: bool,
+}
+
+impl Store {
+    /// Write task `id`'s record, `task` as `tasks/get` shows it and its `owner`, kept
+    /// for `keep`, and tell the other instances (their listens) that it changed. In the
+    /// process there is nothing to write: the instance's own record is the only one.
+    pub fn write_task(&self, id: &str, owner: &str, task: &Value, keep: Duration) -> Result<(), StoreError> {
+        match self {
+            Store::InProcess(_) => Ok(()),
+            Store::Redis(redis) => redis.write_task(id, owner, task, keep),
+        }
+    }
+
+    /// The record of task `id`, written by whichever instance runs it: `None` when there
+    /// is none (in the process, never: a task this instance does not hold does not exist).
+    pub fn read_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        match self {
+            Store::InProcess(_) => Ok(None),
+            Store::Redis(redis) => redis.read_task(id),
+        }
+    }
+
+    /// Pass `answer`, to the question `key` of task `id`, to the instance that runs it.
+    pub fn answer_task(&self, id: &str, key: &str, answer: &Value, keep: Duration) -> Result<(), StoreError> {
+        match self {
+            Store::InProcess(_) => Ok(()),
+            Store::Redis(redis) => redis.answer_task(id, key, answer, keep),
+        }
+    }
+
+    /// Ask the instance that runs task `id` to stop it.
+    pub fn cancel_task(&self, id: &str, keep: Duration) -> Result<(), StoreError> {
+        match self {
+            Store::InProcess(_) => Ok(()),
+            Store::Redis(redis) => redis.cancel_task(id, keep),
+        }
+    }
+
+    /// What the other instances asked of task `id`, which this instance runs: an answer
+    /// is taken once (whoever takes it, it is gone from the store). A store that does not
+    /// answer asks nothing (it is asked again at the next look); what is there and is not
+    /// ours is logged.
+    pub fn task_signals(&self, id: &str) -> TaskSignals {
+        match self {
+            Store::InProcess(_) => TaskSignals::default(),
+            Store::Redis(redis) => redis.task_signals(id).unwrap_or_else(|error| {
+                if !error.unreachable {
+                    eprintln!("store: what the other instances asked of a task is not ours: {error}");
+                }
+                TaskSignals::default()
+            }),
+        }
+    }
+
+    /// Hand every task change another instance publishes to `relay` (its id, and the
+    /// task as `tasks/get` shows it), for as long as the process runs, on a thread of its own.
+    pub fn relay_task_changes(&'static self, relay: impl Fn(&str, Value) + Send + 'static) {
+        if let Store::Redis(redis) = self {
+            std::thread::spawn(move || redis.relay_task_changes(relay));
+        }
     }
 }
-// ANCHOR_END: outlet
 
-/// Seconds since 1970 as an ISO 8601 timestamp in UTC, `2027-01-15T08:00:00Z`: the
-/// civil date from the day number (Howard Hinnant's `civil_from_days`).
-fn iso_8601(secs: u64) -> String {
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let days = days as i64 + 719_468;
-    let era = days.div_euclid(146_097);
-    let day_of_era = days.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    let (hour, minute, second) = (rest / 3_600, rest % 3_600 / 60, rest % 60);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+impl Redis {
+    /// `PREFIX:task:ID`, and the keys beside it.
+    fn task_key(&self, id: &str, what: &str) -> String {
+        format!("{}:task:{id}{what}", self.prefix)
+    }
+
+    fn task_channel(&self) -> String {
+        format!("{}:tasks-changed", self.prefix)
+    }
+
+    /// `SET PREFIX:task:ID {"owner", "task"} PX MS` and `PUBLISH PREFIX:tasks-changed
+    /// {"instance", "task"}`, in one `MULTI`: the record and the notice of its change go
+    /// together, in one round trip.
+    fn write_task(&self, id: &str, owner: &str, task: &Value, keep: Duration) -> Result<(), StoreError> {
+        let record = json!({ "owner": owner, "task": task }).to_string();
+        if record.len() > MAX_TASK_RECORD_BYTES {
+            return Err(StoreError::not_ours(format!(
+                "a record of {} bytes is more than the store keeps",
+                record.len()
+            )));
+        }
+        let message = json!({ "instance": self.instance, "task": task }).to_string();
+        let (key, channel, keep_ms) = (self.task_key(id, ""), self.task_channel(), keep.as_millis().max(1) as u64);
+        self.command(|c| {
+            redis::pipe()
+                .atomic()
+                .cmd("SET")
+                .arg(&key)
+                .arg(&record)
+                .arg("PX")
+                .arg(keep_ms)
+                .ignore()
+                .cmd("PUBLISH")
+                .arg(&channel)
+                .arg(&message)
+                .ignore()
+                .query::<()>(c)
+        })
+    }
+
+    /// `STRLEN`, `GETRANGE` (at most `MAX_TASK_RECORD_BYTES`) and `PTTL` of the record,
+    /// in one `MULTI`: what is read is capped before it is parsed.
+    fn read_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        // Only an id shaped like this server's names a key: no other is a task's.
+        if !task_id_shaped(id) {
+            return Ok(None);
+        }
+        let key = self.task_key(id, "");
+        let (length, bytes, left_ms): (usize, Vec<u8>, i64) = self.command(|c| {
+            let mut pipe = redis::pipe();
+            pipe.atomic().cmd("STRLEN").arg(&key).cmd("GETRANGE").arg(&key).arg(0).arg(MAX_TASK_RECORD_BYTES);
+            pipe.cmd("PTTL").arg(&key).query(c)
+        })?;
+        if length == 0 {
+            return Ok(None);
+        }
+        let not_ours = |why: &str| StoreError::not_ours(format!("the record of task {id} in Redis {why}"));
+        if length > MAX_TASK_RECORD_BYTES {
+            return Err(not_ours(&format!("is {length} bytes, more than this server writes")));
+        }
+        let record: Value =
+            serde_json::from_slice(&bytes).map_err(|error| not_ours(&format!("is not JSON: {error}")))?;
+        let (Some(owner), Some(task)) = (record.get("owner").and_then(Value::as_str), record.get("task")) else {
+            return Err(not_ours("has no owner and task"));
+        };
+        let statuses = ["working", "input_required", "completed", "failed", "cancelled"];
+        let status = task.get("status").and_then(Value::as_str);
+        if task.get("taskId").and_then(Value::as_str) != Some(id) || !status.is_some_and(|s| statuses.contains(&s)) {
+            return Err(not_ours("is not a task of this id"));
+        }
+        if left_ms <= 0 {
+            return Err(not_ours(&format!("never expires (PTTL {left_ms})")));
+        }
+        let keep = Duration::from_millis(left_ms as u64);
+        Ok(Some(TaskRecord { owner: owner.to_string(), task: task.clone(), keep }))
+    }
+
+    /// `SET PREFIX:task:ID:answer {"key", "answer"} PX MS`: the running instance takes it
+    /// (`task_signals`). A second answer before it looks replaces the first.
+    fn answer_task(&self, id: &str, key: &str, answer: &Value, keep: Duration) -> Result<(), StoreError> {
+        let value = json!({ "key": key, "answer": answer }).to_string();
+        if value.len() > MAX_TASK_RECORD_BYTES {
+            return Err(StoreError::not_ours(format!(
+                "an answer of {} bytes is more than the store keeps",
+                value.len()
+            )));
+        }
+        let (answer_key, keep_ms) = (self.task_key(id, ":answer"), keep.as_millis().max(1) as u64);
+        self.command(|c| redis::cmd("SET").arg(&answer_key).arg(&value).arg("PX").arg(keep_ms).query::<()>(c))
+    }
+
+    /// `SET PREFIX:task:ID:cancel 1 PX MS`.
+    fn cancel_task(&self, id: &str, keep: Duration) -> Result<(), StoreError> {
+        let (cancel_key, keep_ms) = (self.task_key(id, ":cancel"), keep.as_millis().max(1) as u64);
+        self.command(|c| redis::cmd("SET").arg(&cancel_key).arg(1).arg("PX").arg(keep_ms).query::<()>(c))
+    }
+
+    /// `GETRANGE` and `DEL` of the answer (taken once, capped), and `EXISTS` of the
+    /// cancel, in one `MULTI`.
+    fn task_signals(&self, id: &str) -> Result<TaskSignals, StoreError> {
+        let (answer_key, cancel_key) = (self.task_key(id, ":answer"), self.task_key(id, ":cancel"));
+        let (bytes, _, cancel): (Vec<u8>, i64, bool) = self.command(|c| {
+            let mut pipe = redis::pipe();
+            pipe.atomic().cmd("GETRANGE").arg(&answer_key).arg(0).arg(MAX_TASK_RECORD_BYTES);
+            pipe.cmd("DEL").arg(&answer_key).cmd("EXISTS").arg(&cancel_key).query(c)
+        })?;
+        let mut signals = TaskSignals { answer: None, cancel };
+        if bytes.is_empty() {
+            return Ok(signals);
+        }
+        let not_ours = |why: &str| StoreError::not_ours(format!("the answer to task {id} in Redis {why}"));
+        if bytes.len() > MAX_TASK_RECORD_BYTES {
+            return Err(not_ours("is more than this server writes"));
+        }
+        let value: Value =
+            serde_json::from_slice(&bytes).map_err(|error| not_ours(&format!("is not JSON: {error}")))?;
+        match (value.get("key").and_then(Value::as_str), value.get("answer")) {
+            (Some(key), Some(answer)) if key.len() <= MAX_TASK_ID_BYTES => {
+                signals.answer = Some((key.to_string(), answer.clone()));
+                Ok(signals)
+            }
+            _ => Err(not_ours("has no key and answer")),
+        }
+    }
+
+    /// As `relay_changes`, on the tasks' channel: each other instance's change of a task
+    /// to `relay`.
+    fn relay_task_changes(&self, relay: impl Fn(&str, Value)) {
+        self.relay_channel(&self.task_channel(), "tasks", |payload| match self.task_change_of(payload) {
+            Ok(Some((id, task))) => relay(&id, task),
+            Ok(None) => {} // this instance's own
+            Err(why) => eprintln!("store: a message on the tasks' channel that is not ours, ignored: {why}"),
+        });
+    }
+
+    /// The task a message on the tasks' channel says has changed, with its id: `None`
+    /// when this instance sent it. Anything else is an error, never a panic.
+    fn task_change_of(&self, payload: &[u8]) -> Result<Option<(String, Value)>, String> {
+        if payload.len() > MAX_TASK_RECORD_BYTES + 100 {
+            return Err(format!("{} bytes", payload.len()));
+        }
+        let message: Value = serde_json::from_slice(payload).map_err(|error| error.to_string())?;
+        let (Some(instance), Some(task)) = (message.get("instance").and_then(Value::as_str), message.get("task"))
+        else {
+            return Err("no instance and task".into());
+        };
+        let id = task.get("taskId").and_then(Value::as_str).unwrap_or_default();
+        if !task_id_shaped(id) {
+            return Err("not a task id".into());
+        }
+        if !task.get("status").is_some_and(Value::is_string) {
+            return Err("a task with no status".into());
+        }
+        Ok((instance != self.instance).then(|| (id.to_string(), task.clone())))
+    }
+}
+
+/// Letters and digits, at most `MAX_TASK_ID_BYTES`: the shape of this server's task ids,
+/// and so of the keys and messages that name one.
+fn task_id_shaped(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_TASK_ID_BYTES && id.chars().all(|c| c.is_ascii_alphanumeric())
+}
+// ANCHOR_END: tasks
+
+/// The milliseconds of the clock's current second.
+fn subsec_millis() -> u32 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.subsec_millis())
+}
+
+/// A number nobody can guess: std seeds every `RandomState` from the operating system.
+fn random_u64() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(0u8)
 }

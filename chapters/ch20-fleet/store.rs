@@ -297,23 +297,29 @@ pub struct Redis {
 }
 
 impl Redis {
-    // ANCHOR: set_if_absent
-    /// `SET PREFIX:used-state:ID 1 NX PX MS`: record the state as used unless it is
-    /// already, in one atomic command, whichever instance asks first; kept until the
-    /// state expires, and a little longer (`CLOCK_SKEW_SECS`). In the same `MULTI`, the
-    /// record's own start (`begin_record`), set if it is not there: a Redis that lost its
-    /// keys, or came back from a snapshot older than its last writes, begins its record
-    /// again, and every state issued before then is refused, as a restarted process
-    /// refuses them (`UsedStates`): it may have been used where this record cannot see.
+    /// Record the state `id` as used unless it is already, in one step no other
+    /// instance can come between, whichever instance asks first: `Ok(Ok(()))` for that
+    /// one only. The record is kept until the state expires, and a little longer
+    /// (`CLOCK_SKEW_SECS`); from then on the state is refused as expired anyway.
+    ///
+    /// In the same `MULTI`, the record's own start (`begin_record`), set if it is not
+    /// there: a Redis that lost its keys, or came back from a snapshot older than its
+    /// last writes, begins its record again, and every state issued before then is
+    /// refused, as a restarted process refuses them (`UsedStates`): it may have been used
+    /// where this record cannot see.
     fn set_if_absent(&self, id: u64, expires: u64, now: u64) -> Result<Result<(), &'static str>, StoreError> {
-        let key = format!("{}:used-state:{id}", self.prefix);
-        let keep_ms = (expires.saturating_sub(now) + 1 + CLOCK_SKEW_SECS) * 1000;
-        let (since, first) = self.command_in_life(|c, since_key| {
+        let (since, first): (Option<String>, Option<String>) = self.command_in_life(|c, since_key| {
+            // One `MULTI`: the record's start, set if it is not there, and read ...
             let mut pipe = redis::pipe();
             pipe.atomic().cmd("SET").arg(since_key).arg(now).arg("NX").ignore().cmd("GET").arg(since_key);
-            let (since, first): (Option<String>, Option<String>) =
-                pipe.cmd("SET").arg(&key).arg(1).arg("NX").arg("PX").arg(keep_ms).query(c)?;
-            Ok((since, first))
+            // ... and the state's own record, its third command.
+            // ANCHOR: set_nx
+            // `SET key 1 NX PX ms`: set only if absent (`NX`), so that of two retries one
+            // finds the key; gone by itself after `ms` (`PX`), when the state is dead anyway.
+            let key = format!("{}:used-state:{id}", self.prefix);
+            let keep_ms = (expires.saturating_sub(now) + 1 + CLOCK_SKEW_SECS) * 1000;
+            pipe.cmd("SET").arg(&key).arg(1).arg("NX").arg("PX").arg(keep_ms).query(c)
+            // ANCHOR_END: set_nx
         })?;
         // A beginning this server could have written: a second since 1970, not after now
         // by more than the clocks may differ.
@@ -326,11 +332,14 @@ impl Redis {
         if expires <= since.saturating_add(state_ttl) {
             return Ok(Err("is older than this server's record of used states"));
         }
+        // ANCHOR: reply
+        // `SET ... NX` answers `OK` when it set the key, and nil when the key was there.
         match first.as_deref() {
             Some("OK") => Ok(Ok(())),
             None => Ok(Err("has been used already")),
             Some(other) => Err(StoreError::not_ours(format!("Redis answered SET with {other:?}"))),
         }
+        // ANCHOR_END: reply
     }
 
     /// `SET PREFIX:record-since:RUN_ID NOW NX`: the record of used states begins now,
@@ -344,17 +353,18 @@ impl Redis {
         })?;
         Ok(reply.is_some())
     }
-    // ANCHOR_END: set_if_absent
 
-    // ANCHOR: count_call
-    /// One call in `caller`'s fixed window of a minute, which its first call opens:
-    /// `INCR` and `PEXPIRE ... NX` (the window's end, set once) in one `MULTI`, so that
-    /// no call is counted in a window that never ends, and `PTTL`, for `Retry-After`.
+    /// One call in `caller`'s fixed window of a minute, which its first call opens,
+    /// counted in the same `MULTI` that sets the window's end (so that no call is counted
+    /// in a window that never ends) and reads how long it has left, for `Retry-After`.
     /// A transaction rather than a Lua script: three commands a reader knows, sent in one
     /// round trip, and nothing to load into Redis. A fixed window lets a caller make up
     /// to twice its share across the turn of a minute; the share itself is never exceeded
     /// within one window, fleet-wide.
     fn count_call(&self, caller: &str, per_minute: u32) -> Result<(bool, Duration), StoreError> {
+        // ANCHOR: window
+        // `INCR` counts the call; `PEXPIRE ... NX` gives the window its end once, at its
+        // first call, and never moves it; `PTTL` reads what is left of it.
         let key = format!("{}:calls:{caller}", self.prefix);
         let (calls, _, left_ms): (i64, i64, i64) = self.command(|c| {
             redis::pipe()
@@ -368,13 +378,16 @@ impl Redis {
                 .arg(&key)
                 .query(c)
         })?;
+        // ANCHOR_END: window
         if calls < 1 || !(0..=60_000).contains(&left_ms) {
             return Err(StoreError::not_ours(format!("Redis's count of calls is not ours ({calls}, {left_ms} ms)")));
         }
+        // ANCHOR: allowed
+        // The count is this call's own number in the window.
         let allowed = calls <= i64::from(per_minute);
+        // ANCHOR_END: allowed
         Ok((allowed, Duration::from_millis(left_ms as u64)))
     }
-    // ANCHOR_END: count_call
 
     /// `PUBLISH PREFIX:resources-updated {"instance": .., "uri": ..}`.
     fn publish(&self, uri: &str) -> Result<(), StoreError> {
