@@ -698,6 +698,30 @@ fn a_task_waiting_on_one_instance_is_answered_on_the_other() {
 }
 
 #[test]
+fn a_task_whose_record_redis_lost_is_found_again_on_the_other_instance() {
+    let mut redis = redis();
+    let port = redis.port;
+    let (a, b) = two_with_authorization(&redis);
+    let alice = token("alice");
+    let id = new_task(a.address, &alice, "approve_payroll");
+    let waiting = poll_past(b.address, &alice, &id, &["working"]);
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    // Redis restarted empty while the task waits: its record is gone, and a, which runs
+    // the task, writes it again; b finds it once more, unchanged.
+    redis.stop();
+    let _redis = redis_on(port);
+    let deadline = Instant::now() + ANSWERED_WITHIN;
+    loop {
+        let found = task_request(b.address, &alice, "tasks/get", &id, json!({}));
+        if found.pointer("/result/status") == Some(&json!("input_required")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the task is lost on the other instance: {found}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
 fn a_task_is_cancelled_on_the_other_instance() {
     let redis = redis();
     let (a, b) = two_with_authorization(&redis);

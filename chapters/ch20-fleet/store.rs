@@ -594,7 +594,13 @@ pub struct TaskRecord {
 pub struct TaskSignals {
     pub answer: Option<(String, Value)>,
     pub cancel: bool,
+    /// The task's record is not in the store: Redis lost it (a restart, a failover, an
+    /// eviction). The instance that runs the task writes it again.
+    pub record_lost: bool,
 }
+
+/// The statuses a task can have (Task Status): a record or a notice with another is not ours.
+const STATUSES: [&str; 5] = ["working", "input_required", "completed", "failed", "cancelled"];
 
 impl Store {
     /// Write task `id`'s record, `task` as `tasks/get` shows it and its `owner`, kept
@@ -722,9 +728,8 @@ impl Redis {
         let (Some(owner), Some(task)) = (record.get("owner").and_then(Value::as_str), record.get("task")) else {
             return Err(not_ours("has no owner and task"));
         };
-        let statuses = ["working", "input_required", "completed", "failed", "cancelled"];
         let status = task.get("status").and_then(Value::as_str);
-        if task.get("taskId").and_then(Value::as_str) != Some(id) || !status.is_some_and(|s| statuses.contains(&s)) {
+        if task.get("taskId").and_then(Value::as_str) != Some(id) || !status.is_some_and(|s| STATUSES.contains(&s)) {
             return Err(not_ours("is not a task of this id"));
         }
         if left_ms <= 0 {
@@ -758,12 +763,13 @@ impl Redis {
     /// cancel, in one `MULTI`.
     fn task_signals(&self, id: &str) -> Result<TaskSignals, StoreError> {
         let (answer_key, cancel_key) = (self.task_key(id, ":answer"), self.task_key(id, ":cancel"));
-        let (bytes, _, cancel): (Vec<u8>, i64, bool) = self.command(|c| {
+        let record_key = self.task_key(id, "");
+        let (bytes, _, cancel, recorded): (Vec<u8>, i64, bool, bool) = self.command(|c| {
             let mut pipe = redis::pipe();
             pipe.atomic().cmd("GETRANGE").arg(&answer_key).arg(0).arg(MAX_TASK_RECORD_BYTES);
-            pipe.cmd("DEL").arg(&answer_key).cmd("EXISTS").arg(&cancel_key).query(c)
+            pipe.cmd("DEL").arg(&answer_key).cmd("EXISTS").arg(&cancel_key).cmd("EXISTS").arg(&record_key).query(c)
         })?;
-        let mut signals = TaskSignals { answer: None, cancel };
+        let mut signals = TaskSignals { answer: None, cancel, record_lost: !recorded };
         if bytes.is_empty() {
             return Ok(signals);
         }
@@ -807,8 +813,8 @@ impl Redis {
         if !task_id_shaped(id) {
             return Err("not a task id".into());
         }
-        if !task.get("status").is_some_and(Value::is_string) {
-            return Err("a task with no status".into());
+        if !task.get("status").and_then(Value::as_str).is_some_and(|status| STATUSES.contains(&status)) {
+            return Err("a task with no status of the five".into());
         }
         Ok((instance != self.instance).then(|| (id.to_string(), task.clone())))
     }

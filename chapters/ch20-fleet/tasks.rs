@@ -312,6 +312,19 @@ impl Tasks {
         }
     }
 
+    /// Chapter 20: write task `id`'s record to the store again, as it is, when the store
+    /// has lost it; the other instances' listens hear it once more, unchanged.
+    fn write_again(&self, id: &str, store: &Store) {
+        let record = lock(&self.held).get(id).map(|task| {
+            (self.shown(id, task), task.owner.clone(), task.expires.saturating_duration_since(Instant::now()))
+        });
+        if let Some((task, owner, keep)) = record
+            && let Err(error) = store.write_task(id, &owner, &task, keep)
+        {
+            eprintln!("tasks: a task's record the store lost is not in it again: {error}");
+        }
+    }
+
     /// Chapter 17's `subscriptions/listen`, with the task ids it names narrowed to the
     /// ones `caller` holds that may still change: a task is heard of only by its owner,
     /// and one it does not hold is left out of the acknowledgment as a task that does not
@@ -321,6 +334,9 @@ impl Tasks {
         let mut params = params.cloned()?;
         if let Some(ids) = params.pointer_mut("/notifications/taskIds").and_then(Value::as_array_mut) {
             let owner = owner(caller);
+            // Each id once: one named 64 times would be looked up in the store 64 times.
+            let mut named = std::collections::HashSet::new();
+            ids.retain(|id| id.as_str().is_none_or(|id| named.insert(id.to_string())));
             // Which this instance holds, decided under the lock; the others, after it.
             let here: Vec<Option<bool>> = {
                 let held = lock(&self.held);
@@ -535,6 +551,11 @@ impl TaskOutlet {
         self.next_look = Instant::now() + STORE_CHECK_INTERVAL;
         let signals = self.store.task_signals(&self.id);
         self.cancel_heard |= signals.cancel;
+        // Redis lost the record (restarted, failed over, evicted it): the other instances
+        // would answer "not found" until the task's next change. Write it again now.
+        if signals.record_lost {
+            self.tasks.write_again(&self.id, self.store);
+        }
         if let Some((answered, answer)) = signals.answer
             && let Some(task) = lock(&self.tasks.held).get_mut(&self.id)
             && matches!(&task.status, Status::InputRequired { key, .. } if *key == answered)
