@@ -581,6 +581,7 @@ fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
         // `listChanged`: this server's tools never change while it runs.
         "capabilities": { "tools": {} },
         "serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION },
+        "instructions": INSTRUCTIONS,
     }))
 }
 // ANCHOR_END: initialize
@@ -759,6 +760,14 @@ impl ToolResult {
 // The tools: defined once, here.
 // ---------------------------------------------------------------------------
 
+// ANCHOR: instructions
+/// What the model should know of this server as a whole, beyond each tool's own
+/// description. `initialize` sends it as `instructions`, and a host may put it in the
+/// model's system prompt. Like a description it is a hint: it asks, it cannot make sure.
+const INSTRUCTIONS: &str = "The pay rules of this server are one employer's, not the law of any country. \
+    When you give the user an amount it computed, say that it is gross pay under these rules.";
+// ANCHOR_END: instructions
+
 // ANCHOR: tools
 /// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
 struct Tool {
@@ -781,6 +790,10 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     Do not call it for anything else: it takes no input and returns no information.",
                 // No arguments: an object with no properties, and no others allowed.
                 "inputSchema": { "type": "object", "additionalProperties": false },
+                // Hints for the host, which may skip asking the user before a call that
+                // changes nothing (`readOnlyHint`) and reaches nothing outside this
+                // server (`openWorldHint`, true when left out).
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: ping_me,
         },
@@ -851,6 +864,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     ],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: calculate_overtime,
         },
@@ -872,6 +886,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     "required": ["minutes", "shifts"],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: split_shift,
         });

@@ -53,6 +53,14 @@ use http::{Config, Request, Response};
 const SERVER_NAME: &str = "pingme";
 const SERVER_VERSION: &str = "1.0.0";
 
+// ANCHOR: instructions
+/// What the model should know of this server as a whole, beyond each tool's own
+/// description. `initialize` sends it as `instructions`, and a host may put it in the
+/// model's system prompt. Like a description it is a hint: it asks, it cannot make sure.
+const INSTRUCTIONS: &str = "The pay rules of this server are one employer's, not the law of any country. \
+    When you give the user an amount it computed, say that it is gross pay under these rules.";
+// ANCHOR_END: instructions
+
 // ANCHOR: tools
 // ANCHOR: tool_struct
 /// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
@@ -78,6 +86,10 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     Do not call it for anything else: it takes no input and returns no information.",
                 // No arguments: an object with no properties, and no others allowed.
                 "inputSchema": { "type": "object", "additionalProperties": false },
+                // Hints for the host, which may skip asking the user before a call that
+                // changes nothing (`readOnlyHint`) and reaches nothing outside this
+                // server (`openWorldHint`, true when left out).
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: ping_me,
         },
@@ -149,6 +161,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     ],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: calculate_overtime,
         },
@@ -172,6 +185,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     "required": ["orderId"],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: lookup_order,
         },
@@ -194,6 +208,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     "required": ["minutes", "shifts"],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: split_shift,
         });
@@ -1006,9 +1021,10 @@ fn dispatch_modern(method: &str, params: Option<&Value>, tools: &[Tool]) -> Resu
     }
 }
 
-/// What a client may learn before its first call: the revisions and capabilities.
+/// What a client may learn before its first call: the revisions and capabilities, and
+/// the instructions `initialize` gives in the handshake era.
 fn discover() -> Value {
-    json!({ "supportedVersions": all_versions(), "capabilities": { "tools": {} } })
+    json!({ "supportedVersions": all_versions(), "capabilities": { "tools": {} }, "instructions": INSTRUCTIONS })
 }
 
 /// Every revision this server speaks, in either era, newest first.
@@ -1280,6 +1296,7 @@ fn initialize(params: Option<&Value>) -> Result<Value, RpcError> {
         // `listChanged`: this server's tools never change while it runs.
         "capabilities": { "tools": {} },
         "serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION },
+        "instructions": INSTRUCTIONS,
     }))
 }
 // ANCHOR_END: initialize

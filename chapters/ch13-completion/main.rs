@@ -82,6 +82,14 @@ use tools::Tool;
 const SERVER_NAME: &str = "pingme";
 const SERVER_VERSION: &str = "1.0.0";
 
+// ANCHOR: instructions
+/// What the model should know of this server as a whole, beyond each tool's own
+/// description: `instructions`, in `initialize` and `server/discover`, which a host may
+/// put in the model's system prompt. Write your own; like a description, it is a hint.
+const INSTRUCTIONS: &str = "The pay rules of this server are one employer's, not the law of any country. \
+    When you give the user an amount it computed, say that it is gross pay under these rules.";
+// ANCHOR_END: instructions
+
 // ANCHOR: tools
 /// Every tool this server offers. The host hands the definitions to the model, and
 /// they are all the model knows of a tool: it calls a tool when the `description`
@@ -98,6 +106,10 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     Do not call it for anything else: it takes no input and returns no information.",
                 // No arguments: an object with no properties, and no others allowed.
                 "inputSchema": { "type": "object", "additionalProperties": false },
+                // Hints for the host, which may skip asking the user before a call that
+                // changes nothing (`readOnlyHint`) and reaches nothing outside this
+                // server (`openWorldHint`, true when left out).
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: ping_me,
         },
@@ -168,6 +180,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     ],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: calculate_overtime,
         },
@@ -191,6 +204,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     "required": ["orderId"],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: lookup_order,
         },
@@ -213,6 +227,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     "required": ["minutes", "shifts"],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: split_shift,
         });
@@ -710,6 +725,7 @@ fn main() -> std::io::Result<()> {
     // The catalog is built once, from the flags; every request reads the same one.
     let catalog = Catalog {
         info: ServerInfo { name: SERVER_NAME, version: SERVER_VERSION },
+        instructions: INSTRUCTIONS,
         tools: tools(args.demo_faults),
         resources: resources(),
         resource_templates: resource_templates(),

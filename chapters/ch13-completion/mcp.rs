@@ -31,8 +31,14 @@ pub struct ServerInfo {
 }
 
 /// The handshake: agree on a revision and say what this server can do (`capabilities`,
-/// which the router says: router.rs).
-pub fn initialize(params: Option<&Value>, capabilities: Value, info: &ServerInfo) -> Result<Value, RpcError> {
+/// which the router says: router.rs), and what the model should know of it
+/// (`instructions`, which YOUR TOOLS writes).
+pub fn initialize(
+    params: Option<&Value>,
+    capabilities: Value,
+    info: &ServerInfo,
+    instructions: &str,
+) -> Result<Value, RpcError> {
     let requested = params
         .and_then(|p| p.get("protocolVersion"))
         .and_then(Value::as_str)
@@ -44,6 +50,7 @@ pub fn initialize(params: Option<&Value>, capabilities: Value, info: &ServerInfo
         "protocolVersion": version,
         "capabilities": capabilities,
         "serverInfo": info,
+        "instructions": instructions,
     }))
 }
 // ANCHOR_END: initialize

@@ -22,6 +22,8 @@ use crate::tools::{Tool, arguments_refused, find_tool, tools_list};
 /// `main` builds it once.
 pub struct Catalog {
     pub info: ServerInfo,
+    /// What the model should know of the server as a whole: `instructions`.
+    pub instructions: &'static str,
     pub tools: Vec<Tool>,
     pub resources: Vec<Resource>,
     pub resource_templates: Vec<ResourceTemplate>,
@@ -144,7 +146,7 @@ fn route_handshake(message: Message, via: Via, catalog: &Catalog) -> Routed {
 /// The methods of the handshake era, by name.
 fn dispatch(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
-        "initialize" => initialize(params, capabilities(), &catalog.info),
+        "initialize" => initialize(params, capabilities(), &catalog.info, catalog.instructions),
         "ping" => Ok(json!({})),
         "tools/list" => tools_list(params, &catalog.tools),
         "tools/call" => tools_call(params, &catalog.tools),
@@ -174,7 +176,7 @@ fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
 /// handshake era's.
 fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
-        "server/discover" => Ok(discover(capabilities())),
+        "server/discover" => Ok(discover(capabilities(), catalog.instructions)),
         "initialize" | "ping" => Err(RpcError::method_not_found(method)),
         // "Resource not found" has a code of its own in each era.
         _ => dispatch(method, params, catalog).map_err(resources::for_2026),

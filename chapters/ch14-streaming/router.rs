@@ -23,6 +23,8 @@ use crate::tools::{Run, Tool, arguments_refused, find_tool, tools_list};
 /// the long calls running now. `main` builds it once.
 pub struct Catalog {
     pub info: ServerInfo,
+    /// What the model should know of the server as a whole: `instructions`.
+    pub instructions: &'static str,
     pub tools: Vec<Tool>,
     pub resources: Vec<Resource>,
     pub resource_templates: Vec<ResourceTemplate>,
@@ -173,7 +175,9 @@ fn route_handshake(message: Message, via: Via, catalog: &'static Catalog) -> Rou
 /// answer may be a long call.)
 fn dispatch(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
-        "initialize" => initialize(params, capabilities(catalog.calls.remembers_level), &catalog.info),
+        "initialize" => {
+            initialize(params, capabilities(catalog.calls.remembers_level), &catalog.info, catalog.instructions)
+        }
         "ping" => Ok(json!({})),
         "tools/list" => tools_list(params, &catalog.tools),
         "resources/list" => resources_list(params, &catalog.resources),
@@ -220,7 +224,7 @@ fn tools_call(params: Option<&Value>, era: Era, catalog: &'static Catalog) -> Re
 /// handshake era's.
 fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
-        "server/discover" => Ok(discover(capabilities(true))),
+        "server/discover" => Ok(discover(capabilities(true), catalog.instructions)),
         // A log level is asked for per request now (`2026-07-28/changelog.mdx`).
         "initialize" | "ping" | "logging/setLevel" => Err(RpcError::method_not_found(method)),
         // "Resource not found" has a code of its own in each era.

@@ -91,6 +91,14 @@ use tools::{Run, Tool};
 const SERVER_NAME: &str = "pingme";
 const SERVER_VERSION: &str = "1.0.0";
 
+// ANCHOR: instructions
+/// What the model should know of this server as a whole, beyond each tool's own
+/// description: `instructions`, in `initialize` and `server/discover`, which a host may
+/// put in the model's system prompt. Write your own; like a description, it is a hint.
+const INSTRUCTIONS: &str = "The pay rules of this server are one employer's, not the law of any country. \
+    When you give the user an amount it computed, say that it is gross pay under these rules.";
+// ANCHOR_END: instructions
+
 // ANCHOR: tools
 /// Every tool this server offers. The host hands the definitions to the model, and
 /// they are all the model knows of a tool: it calls a tool when the `description`
@@ -107,6 +115,10 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     Do not call it for anything else: it takes no input and returns no information.",
                 // No arguments: an object with no properties, and no others allowed.
                 "inputSchema": { "type": "object", "additionalProperties": false },
+                // Hints for the host, which may skip asking the user before a call that
+                // changes nothing (`readOnlyHint`) and reaches nothing outside this
+                // server (`openWorldHint`, true when left out).
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: Run::Quick(ping_me),
         },
@@ -177,6 +189,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     ],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: Run::Quick(calculate_overtime),
         },
@@ -200,6 +213,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     "required": ["orderId"],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: Run::Quick(lookup_order),
         },
@@ -215,6 +229,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     the week's payroll, the wage bill, or what everyone earned this week. Do not call it for \
                     one day of one person (calculate_overtime does that), or to change a timesheet.",
                 "inputSchema": { "type": "object", "additionalProperties": false },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: Run::Steps(run_payroll),
         },
@@ -233,6 +248,15 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                         "note": { "type": "string", "description": "A note to the payroll office." },
                     },
                     "additionalProperties": false,
+                },
+                // It pays the staff: a payment cannot be taken back (`destructiveHint`),
+                // a second call pays again (`idempotentHint`), and the money leaves this
+                // server for the bank (`openWorldHint`). A host asks the user first.
+                "annotations": {
+                    "readOnlyHint": false,
+                    "destructiveHint": true,
+                    "idempotentHint": false,
+                    "openWorldHint": true,
                 },
             }),
             // In 2026-07-28 the call goes through input_required.rs instead: it asks
@@ -258,6 +282,7 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     "required": ["minutes", "shifts"],
                     "additionalProperties": false,
                 },
+                "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: Run::Quick(split_shift),
         });
@@ -877,6 +902,7 @@ fn main() -> std::io::Result<()> {
     // handler has returned, and reads the catalog from another thread.
     let catalog: &'static Catalog = Box::leak(Box::new(Catalog {
         info: ServerInfo { name: SERVER_NAME, version: SERVER_VERSION },
+        instructions: INSTRUCTIONS,
         tools: tools(args.demo_faults),
         resources: resources(),
         resource_templates: resource_templates(),

@@ -30,6 +30,8 @@ use crate::tools::{Run, Tool, arguments_refused, find_tool, tools_list};
 /// builds it once.
 pub struct Catalog {
     pub info: ServerInfo,
+    /// What the model should know of the server as a whole: `instructions`.
+    pub instructions: &'static str,
     pub tools: Vec<Tool>,
     pub resources: Vec<Resource>,
     pub resource_templates: Vec<ResourceTemplate>,
@@ -179,7 +181,7 @@ fn route_handshake(message: Message, via: Via, caller: &Caller, catalog: &'stati
         // `initialize` opens a session, the caller's (chapter 18): over HTTP its id goes
         // back in a header, over stdio it is the process's from now on.
         Message::Request { id, method, params } if method == "initialize" => {
-            let answer = initialize(params.as_ref(), capabilities(), &catalog.info);
+            let answer = initialize(params.as_ref(), capabilities(), &catalog.info, catalog.instructions);
             let (sessions, owner) = (&catalog.sessions, caller.identity());
             match via {
                 Via::Http(_) => Routed::Answer(open_session(id, answer, params.as_ref(), sessions, owner)),
@@ -315,7 +317,7 @@ fn tools_call(
 /// handshake era's.
 fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
-        "server/discover" => Ok(discover(capabilities())),
+        "server/discover" => Ok(discover(capabilities(), catalog.instructions)),
         // A log level is asked for per request now (`2026-07-28/changelog.mdx`), and a
         // client subscribes with `subscriptions/listen` (listen.rs), which "replaces the
         // former `resources/subscribe` RPC and the HTTP GET endpoint"

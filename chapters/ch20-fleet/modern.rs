@@ -143,10 +143,11 @@ fn decode_sentinel(value: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// What a client may learn before its first call: the revisions, and what this server
-/// can do (`capabilities`, which the router says: router.rs).
-pub fn discover(capabilities: Value) -> Value {
-    json!({ "supportedVersions": all_versions(), "capabilities": capabilities })
+/// What a client may learn before its first call: the revisions, what this server can
+/// do (`capabilities`, which the router says: router.rs), and the `instructions` the
+/// handshake era has from `initialize`.
+pub fn discover(capabilities: Value, instructions: &str) -> Value {
+    json!({ "supportedVersions": all_versions(), "capabilities": capabilities, "instructions": instructions })
 }
 
 /// How long a client may reuse a list or a `server/discover` answer. The tools and
