@@ -522,7 +522,7 @@ impl ToolResult {
 /// description. `initialize` sends it as `instructions`, and a host may put it in the
 /// model's system prompt. Like a description it is a hint: it asks, it cannot make sure.
 const INSTRUCTIONS: &str = "The pay rules of this server are one employer's, not the law of any country. \
-    When you give the user an amount it computed, say that it is gross pay under these rules.";
+    When you give the user a pay amount this server computed, say that it is gross pay under these rules.";
 // ANCHOR_END: instructions
 
 // ANCHOR: tools

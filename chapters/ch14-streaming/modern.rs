@@ -134,9 +134,13 @@ fn decode_sentinel(value: &str) -> Option<String> {
 
 /// What a client may learn before its first call: the revisions, what this server can
 /// do (`capabilities`, which the router says: router.rs), and the `instructions` the
-/// handshake era has from `initialize`.
-pub fn discover(capabilities: Value, instructions: &str) -> Value {
-    json!({ "supportedVersions": all_versions(), "capabilities": capabilities, "instructions": instructions })
+/// handshake era has from `initialize`, if any.
+pub fn discover(capabilities: Value, instructions: Option<&str>) -> Value {
+    let mut result = json!({ "supportedVersions": all_versions(), "capabilities": capabilities });
+    if let Some(instructions) = instructions {
+        result["instructions"] = json!(instructions);
+    }
+    result
 }
 
 /// How long a client may reuse a list or a `server/discover` answer. The tools and

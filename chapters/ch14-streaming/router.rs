@@ -23,8 +23,8 @@ use crate::tools::{Run, Tool, arguments_refused, find_tool, tools_list};
 /// the long calls running now. `main` builds it once.
 pub struct Catalog {
     pub info: ServerInfo,
-    /// What the model should know of the server as a whole: `instructions`.
-    pub instructions: &'static str,
+    /// What the model should know of the server as a whole: `instructions`, if any.
+    pub instructions: Option<&'static str>,
     pub tools: Vec<Tool>,
     pub resources: Vec<Resource>,
     pub resource_templates: Vec<ResourceTemplate>,

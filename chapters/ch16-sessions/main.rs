@@ -91,19 +91,16 @@ use tools::{Run, Tool};
 const SERVER_NAME: &str = "pingme";
 const SERVER_VERSION: &str = "1.0.0";
 
-// ANCHOR: instructions
-/// What the model should know of this server as a whole, beyond each tool's own
-/// description: `instructions`, in `initialize` and `server/discover`, which a host may
-/// put in the model's system prompt. Write your own; like a description, it is a hint.
+/// What the model should know of the whole server, beyond each tool's description
+/// (`instructions`: a host may put it in the system prompt). Write your own, or send none.
 const INSTRUCTIONS: &str = "The pay rules of this server are one employer's, not the law of any country. \
-    When you give the user an amount it computed, say that it is gross pay under these rules.";
-// ANCHOR_END: instructions
+    When you give the user a pay amount this server computed, say that it is gross pay under these rules.";
 
 // ANCHOR: tools
 /// Every tool this server offers. The host hands the definitions to the model, and
 /// they are all the model knows of a tool: it calls a tool when the `description`
 /// matches what the user asked, and fills in the arguments from `inputSchema`,
-/// property descriptions included.
+/// property descriptions included. `annotations` are for the host (chapter 3).
 fn tools(demo_faults: bool) -> Vec<Tool> {
     let mut tools = vec![
         Tool {
@@ -115,9 +112,6 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     Do not call it for anything else: it takes no input and returns no information.",
                 // No arguments: an object with no properties, and no others allowed.
                 "inputSchema": { "type": "object", "additionalProperties": false },
-                // Hints for the host, which may skip asking the user before a call that
-                // changes nothing (`readOnlyHint`) and reaches nothing outside this
-                // server (`openWorldHint`, true when left out).
                 "annotations": { "readOnlyHint": true, "openWorldHint": false },
             }),
             run: Run::Quick(ping_me),
@@ -249,15 +243,8 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                     },
                     "additionalProperties": false,
                 },
-                // It pays the staff: a payment cannot be taken back (`destructiveHint`),
-                // a second call pays again (`idempotentHint`), and the money leaves this
-                // server for the bank (`openWorldHint`). A host asks the user first.
-                "annotations": {
-                    "readOnlyHint": false,
-                    "destructiveHint": true,
-                    "idempotentHint": false,
-                    "openWorldHint": true,
-                },
+                // A real payroll's hints (this one only answers): it pays out, and a second call pays again.
+                "annotations": { "readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true },
             }),
             // In 2026-07-28 the call goes through input_required.rs instead: it asks
             // without waiting.
@@ -902,7 +889,7 @@ fn main() -> std::io::Result<()> {
     // handler has returned, and reads the catalog from another thread.
     let catalog: &'static Catalog = Box::leak(Box::new(Catalog {
         info: ServerInfo { name: SERVER_NAME, version: SERVER_VERSION },
-        instructions: INSTRUCTIONS,
+        instructions: Some(INSTRUCTIONS),
         tools: tools(args.demo_faults),
         resources: resources(),
         resource_templates: resource_templates(),

@@ -34,12 +34,12 @@ pub struct ServerInfo {
 
 /// The handshake: agree on a revision and say what this server can do (`capabilities`,
 /// which the router says: router.rs), and what the model should know of it
-/// (`instructions`, which YOUR TOOLS writes).
+/// (`instructions`, which YOUR TOOLS writes, if anything).
 pub fn initialize(
     params: Option<&Value>,
     capabilities: Value,
     info: &ServerInfo,
-    instructions: &str,
+    instructions: Option<&str>,
 ) -> Result<Value, RpcError> {
     let requested = params
         .and_then(|p| p.get("protocolVersion"))
@@ -48,12 +48,11 @@ pub fn initialize(
     // Negotiation: answer the client's revision when we speak it, else our newest.
     // Never an error: the client reads our answer and decides whether to go on.
     let version = if SUPPORTED_VERSIONS.contains(&requested) { requested } else { SUPPORTED_VERSIONS[0] };
-    Ok(json!({
-        "protocolVersion": version,
-        "capabilities": capabilities,
-        "serverInfo": info,
-        "instructions": instructions,
-    }))
+    let mut result = json!({ "protocolVersion": version, "capabilities": capabilities, "serverInfo": info });
+    if let Some(instructions) = instructions {
+        result["instructions"] = json!(instructions);
+    }
+    Ok(result)
 }
 // ANCHOR_END: initialize
 

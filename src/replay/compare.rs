@@ -173,6 +173,9 @@ pub(super) fn forgive(expected: &str, actual: &str, sent: Option<&Value>) -> Opt
             prose_in(tool, &format!("/result/tools/{i}"), &format!("result.tools[{i}]"), &mut places);
         }
     }
+    // The server's `instructions` (`initialize`, `server/discover`) are its author's words,
+    // as a tool's description is: a copy of the starter writes its own.
+    places.push(("/result/instructions".to_string(), "result.instructions".to_string(), Words::Free));
     let mut notes = Vec::new();
     for (place, path, words) in places {
         let (Some(Value::String(wanted)), Some(Value::String(given))) =
@@ -655,6 +658,19 @@ mod tests {
         // The schema itself still counts.
         let wrong_type = list("Looks up one order.", "The order's id.", "number");
         assert_eq!(compare_with(&expected, &wrong_type, Strictness::Learner).0.len(), 1);
+    }
+
+    #[test]
+    fn a_learner_may_word_the_instructions_freely() {
+        let answer = |instructions: &str| {
+            let result = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "instructions": instructions});
+            response(200, &json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string())
+        };
+        let expected = answer("These pay rules are one employer's.");
+        let (mismatches, notes) = compare_with(&expected, &answer("Orders only."), Strictness::Learner);
+        assert!(mismatches.is_empty(), "{mismatches:?}");
+        assert!(matches!(notes[..], [Note { kind: NoteKind::Reworded { .. }, .. }]), "{notes:?}");
+        assert_eq!(compare_with(&expected, &answer("Orders only."), Strictness::Exact).0.len(), 1);
     }
 
     #[test]

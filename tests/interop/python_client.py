@@ -281,6 +281,7 @@ async def run(ns: argparse.Namespace) -> int:
                 if not cursor:
                     break
             print(f"connected {target} mode={ns.mode} protocol={client.protocol_version} server={who} tools={len(tools)}")
+            failures += check_hints(client, tools)
 
             listed = {t.name for t in tools}
             for name in sorted(set(arguments) - listed):
@@ -338,6 +339,36 @@ async def run(ns: argparse.Namespace) -> int:
         return 2
     print(f"{'FAILED' if failures else 'OK'}: {failures} failure(s)")
     return 1 if failures else 0
+
+
+def check_hints(client: Any, tools: list[Any]) -> int:
+    """What a host shows and decides by, as the SDK parsed it (chapter 3): the server's
+    instructions, where the client read an answer that carries them (`initialize`, or
+    `server/discover`: the answers that say who the server is; a 2026-07-28 client that
+    skips discovery reads neither), and each tool's annotations: read-only and open-world
+    always, and destructive and idempotent when it is not read-only."""
+    failures = 0
+    if client.server_info is not None:
+        if client.instructions:
+            print(f"ok   instructions: {len(client.instructions)} characters")
+        else:
+            print("FAIL instructions: none in the answer the client read")
+            failures += 1
+    for tool in tools:
+        hints = tool.annotations
+        stated = hints is not None and hints.read_only_hint is not None and hints.open_world_hint is not None
+        if stated and hints.read_only_hint is False:
+            stated = hints.destructive_hint is not None and hints.idempotent_hint is not None
+        if not stated:
+            print(f"FAIL {tool.name}: annotations {hints!r} leave a host to assume the worst")
+            failures += 1
+            continue
+        said = "read-only" if hints.read_only_hint else (
+            ("destructive" if hints.destructive_hint else "additive")
+            + (", idempotent" if hints.idempotent_hint else ", not idempotent"))
+        world = "open world" if hints.open_world_hint else "closed world"
+        print(f"ok   {tool.name} annotations: {said}, {world}")
+    return failures
 
 
 class Answers:
