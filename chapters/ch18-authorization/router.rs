@@ -259,10 +259,12 @@ fn dispatch(
     session: Option<&Session>,
     caller: &Caller,
 ) -> Result<Value, RpcError> {
+    // ANCHOR: may_use
     // Chapter 18: the lists show only the tools the caller's token may call and the
     // resources it may read, so a host never offers what would be refused. A hint, not
     // the lock: `check_scopes` (authorization.rs) still refuses a call of any other.
     let may_use = |name: &str| caller.grants((catalog.scopes.needed_by)(name));
+    // ANCHOR_END: may_use
     match method {
         "ping" => Ok(json!({})),
         "tools/list" => tools_list(params, &catalog.tools, may_use),
@@ -341,6 +343,7 @@ fn dispatch_modern(
     }
 }
 
+// ANCHOR: per_caller
 /// The lists `dispatch` answers per caller, with authorization (chapter 18).
 const PER_CALLER_LISTS: [&str; 2] = ["tools/list", "resources/list"];
 
@@ -354,6 +357,7 @@ fn cache_hints(method: &str, caller: &Caller) -> Option<(u64, &'static str)> {
     let per_caller = caller.has_token() && PER_CALLER_LISTS.contains(&method);
     Some((ttl_ms, if per_caller { "private" } else { scope }))
 }
+// ANCHOR_END: per_caller
 
 /// What this server can do, as `initialize` and `server/discover` both say it. "I have
 /// tools": the client may call `tools/list` and `tools/call`; and resources:
