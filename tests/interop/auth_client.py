@@ -170,7 +170,7 @@ async def session(ns: argparse.Namespace, mode: str) -> list[str]:
                 listed_after = [t.name for t in (await client.list_tools(cache_mode="refresh")).tools]
                 print(f"  tools after the step-up={listed_after}")
                 if ns.step_up not in listed_after or not set(listed_first) < set(listed_after):
-                    failures.append(f"the list after the step-up is not the first and {ns.step_up}: {listed_after}")
+                    failures.append(f"the list after the step-up does not add {ns.step_up} to the first: {listed_after}")
             granted_last = provider.context.current_tokens.scope if provider.context.current_tokens else None
     failures += judge(wire.exchanges, ns, granted_first, granted_last)
     return failures
