@@ -163,6 +163,19 @@ impl Caller {
         }
     }
 
+    /// Whether the caller's token grants every scope in `needed`; always, when the server
+    /// asks for no token. `tools/list` and `resources/list` show a caller only what it may
+    /// call and read (router.rs); `check_scopes` still decides each request on its own.
+    pub fn grants(&self, needed: &[&str]) -> bool {
+        let Some(granted) = &self.scopes else { return true };
+        needed.iter().all(|scope| granted.iter().any(|g| g == scope))
+    }
+
+    /// Whether what this caller is shown depends on its token: with authorization, yes.
+    pub fn has_token(&self) -> bool {
+        self.scopes.is_some()
+    }
+
     /// How long a stream this caller opens may last: `MAX_STREAM_TIME`, or until its
     /// token expires, if that is sooner. A stream is one request, checked once; without
     /// this, a token that expired (or was revoked, and so not renewed) would still hear

@@ -28,10 +28,16 @@ pub struct ResourceTemplate {
 // ANCHOR_END: resource
 
 // ANCHOR: resources_list
-/// `resources/list`: every resource with a URI of its own, on one page.
-pub fn resources_list(params: Option<&Value>, resources: &[Resource]) -> Result<Value, RpcError> {
+/// `resources/list`: on one page, every resource with a URI of its own that the caller
+/// `may_read` (chapter 18: what its token's scopes allow; all, when the server asks for no token).
+pub fn resources_list(
+    params: Option<&Value>,
+    resources: &[Resource],
+    may_read: impl Fn(&str) -> bool,
+) -> Result<Value, RpcError> {
     check_cursor(params)?;
-    Ok(json!({ "resources": resources.iter().map(|resource| &resource.definition).collect::<Vec<_>>() }))
+    let listed = resources.iter().filter(|resource| may_read(resource.definition["uri"].as_str().unwrap_or_default()));
+    Ok(json!({ "resources": listed.map(|resource| &resource.definition).collect::<Vec<_>>() }))
 }
 
 /// `resources/templates/list`: every resource template, on one page.
@@ -114,7 +120,8 @@ pub fn for_2026(error: RpcError) -> RpcError {
 /// for a method that is not this file's. The router (`router.rs`) asks here.
 pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
     match method {
-        // Compiled in, the same for every caller, as `tools/list`.
+        // Compiled in, the same for every caller, as `tools/list`; with authorization
+        // (chapter 18), `resources/list` is the caller's own: the router says so.
         "resources/list" | "resources/templates/list" => Some((CACHE_TTL_MS, "public")),
         // A resource may hold one person's data (an order is a customer's): no shared
         // cache may hand it to another caller.

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::authorization::Caller;
+use crate::authorization::{Caller, Scopes};
 use crate::completion::completion_complete;
 use crate::http::{Request, Response};
 use crate::input_required::{AskingTool, MISSING_CLIENT_CAPABILITY, call_asking};
@@ -36,6 +36,9 @@ pub struct Catalog {
     pub resources: Vec<Resource>,
     pub resource_templates: Vec<ResourceTemplate>,
     pub prompts: Vec<Prompt>,
+    /// The scopes each tool and each resource needs (chapter 18: `scopes_for`, in main.rs):
+    /// the lists show a caller only what its token may call and read.
+    pub scopes: Scopes,
     /// The values that fit what a user typed into an argument (`completions`, in main.rs).
     pub completions: fn(&str, &str) -> Vec<String>,
     /// The tool that asks the user before it acts (YOUR TOOLS; input_required.rs).
@@ -136,9 +139,9 @@ fn route_modern(
             Ok(ToolCall::Done(result)) => Ok(result),
             Err(error) => Err(error),
         },
-        _ => dispatch_modern(method, params, catalog),
+        _ => dispatch_modern(method, params, catalog, caller),
     };
-    let cache = modern::cache_hints(method).or_else(|| resources::cache_hints(method));
+    let cache = cache_hints(method, caller);
     Routed::Answer(match outcome {
         Ok(result) => reply(200, id, Ok(complete(result, &catalog.info, cache))),
         // This revision gives two errors an HTTP status of their own: "no such method"
@@ -208,7 +211,7 @@ fn route_handshake(message: Message, via: Via, caller: &Caller, catalog: &'stati
                     Ok(ToolCall::Done(result)) => Ok(result),
                     Err(error) => Err(error),
                 },
-                _ => dispatch(&method, params.as_ref(), catalog, session),
+                _ => dispatch(&method, params.as_ref(), catalog, session, caller),
             };
             // The revision the client speaks (see `for_version`): over HTTP its header
             // names it; over stdio it is the one `initialize` agreed on.
@@ -249,18 +252,25 @@ fn route_handshake(message: Message, via: Via, caller: &Caller, catalog: &'stati
 
 // ANCHOR: dispatch
 /// The methods of the handshake era, by name, in `session` when the client sent one
-/// (chapter 16). (`initialize` opens a session, and `tools/call` may become a long call:
-/// each has a way of its own.)
+/// (chapter 16), from `caller` (chapter 18). (`initialize` opens a session, and
+/// `tools/call` may become a long call: each has a way of its own.)
 fn dispatch(
     method: &str,
     params: Option<&Value>,
     catalog: &Catalog,
     session: Option<&Session>,
+    caller: &Caller,
 ) -> Result<Value, RpcError> {
+    // ANCHOR: may_use
+    // Chapter 18: the lists show only the tools the caller's token may call and the
+    // resources it may read, so a host never offers what would be refused. A hint, not
+    // the lock: `check_scopes` (authorization.rs) still refuses a call of any other.
+    let may_use = |name: &str| caller.grants((catalog.scopes.needed_by)(name));
+    // ANCHOR_END: may_use
     match method {
         "ping" => Ok(json!({})),
-        "tools/list" => tools_list(params, &catalog.tools),
-        "resources/list" => resources_list(params, &catalog.resources),
+        "tools/list" => tools_list(params, &catalog.tools, may_use),
+        "resources/list" => resources_list(params, &catalog.resources, may_use),
         "resources/templates/list" => resource_templates_list(params, &catalog.resource_templates),
         "resources/read" => resources_read(params, &catalog.resources, &catalog.resource_templates),
         "resources/subscribe" | "resources/unsubscribe" => {
@@ -315,7 +325,12 @@ fn tools_call(
 /// The methods of the stateless revision. `initialize` and `ping` are gone from it
 /// (`2026-07-28/changelog.mdx`); `server/discover` is new; the others are the
 /// handshake era's.
-fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
+fn dispatch_modern(
+    method: &str,
+    params: Option<&Value>,
+    catalog: &Catalog,
+    caller: &Caller,
+) -> Result<Value, RpcError> {
     match method {
         "server/discover" => Ok(discover(capabilities(), catalog.instructions)),
         // A log level is asked for per request now (`2026-07-28/changelog.mdx`), and a
@@ -326,9 +341,25 @@ fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> R
             Err(RpcError::method_not_found(method))
         }
         // "Resource not found" has a code of its own in each era.
-        _ => dispatch(method, params, catalog, None).map_err(resources::for_2026),
+        _ => dispatch(method, params, catalog, None, caller).map_err(resources::for_2026),
     }
 }
+
+// ANCHOR: per_caller
+/// The lists `dispatch` answers per caller, with authorization (chapter 18).
+const PER_CALLER_LISTS: [&str; 2] = ["tools/list", "resources/list"];
+
+/// The caching hints of a 2026-07-28 answer (modern.rs's and resources.rs's), decided
+/// here for the lists that depend on who calls. With authorization, `tools/list` and
+/// `resources/list` are the caller's own, even for a token that sees everything: a shared
+/// cache must not hand one token's list to another. Without it (no token; stdio) every
+/// caller gets the same list, and it stays `public`.
+fn cache_hints(method: &str, caller: &Caller) -> Option<(u64, &'static str)> {
+    let (ttl_ms, scope) = modern::cache_hints(method).or_else(|| resources::cache_hints(method))?;
+    let per_caller = caller.has_token() && PER_CALLER_LISTS.contains(&method);
+    Some((ttl_ms, if per_caller { "private" } else { scope }))
+}
+// ANCHOR_END: per_caller
 
 /// What this server can do, as `initialize` and `server/discover` both say it. "I have
 /// tools": the client may call `tools/list` and `tools/call`; and resources:

@@ -975,6 +975,7 @@ fn main() -> std::io::Result<()> {
         drain_timeout: Duration::from_secs(args.drain_secs),
         ..Config::default()
     };
+    let scopes = Scopes { basic: BASIC_SCOPES, needed_by: scopes_for };
     // The catalog is built once, from the flags; every request reads the same one. It
     // lives as long as the process (`leak`): a long call goes on after its request's
     // handler has returned, and reads the catalog from another thread.
@@ -985,6 +986,7 @@ fn main() -> std::io::Result<()> {
         resources: resources(),
         resource_templates: resource_templates(),
         prompts: prompts(),
+        scopes,
         completions,
         asking: AskingTool { name: APPROVE_PAYROLL, question: approval_question, decide: payroll_if_approved },
         calls: Calls::new(args.max_running_calls),
@@ -996,7 +998,6 @@ fn main() -> std::io::Result<()> {
     if args.stdio {
         return serve_stdio(catalog, &rate_limit);
     }
-    let scopes = Scopes { basic: BASIC_SCOPES, needed_by: scopes_for };
     let authorization =
         Authorization::from_flags(&args.authorization, scopes, &catalog.info).map_err(std::io::Error::other)?;
     // With an authorization server, chapter 7's shared token is not asked for as well.

@@ -161,8 +161,9 @@ pub const CACHE_TTL_MS: u64 = 300_000;
 
 /// The caching hints of this file's method and of the core's lists: for how long a
 /// client may keep an answer, and for whom: `public`, the same for every caller, or
-/// `private`, a caller's own (`2026-07-28/server/utilities/caching.mdx`). `None` for a
-/// method whose hints are not this file's to give.
+/// `private`, a caller's own (`2026-07-28/server/utilities/caching.mdx`); with
+/// authorization, the router makes `tools/list` the caller's own (chapter 18). `None` for
+/// a method whose hints are not this file's to give.
 pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
     match method {
         "server/discover" | "tools/list" | "prompts/list" => Some((CACHE_TTL_MS, "public")),

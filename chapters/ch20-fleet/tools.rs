@@ -34,10 +34,12 @@ impl Tool {
 // ANCHOR_END: tool
 
 // ANCHOR: tools_list
-/// `tools/list`: every tool, on one page.
-pub fn tools_list(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+/// `tools/list`: on one page, every tool the caller `may_call` (chapter 18: what its
+/// token's scopes allow; every tool, when the server asks for no token).
+pub fn tools_list(params: Option<&Value>, tools: &[Tool], may_call: impl Fn(&str) -> bool) -> Result<Value, RpcError> {
     check_cursor(params)?;
-    Ok(json!({ "tools": tools.iter().map(|tool| &tool.definition).collect::<Vec<_>>() }))
+    let listed = tools.iter().filter(|tool| may_call(tool.name()));
+    Ok(json!({ "tools": listed.map(|tool| &tool.definition).collect::<Vec<_>>() }))
 }
 // ANCHOR_END: tools_list
 

@@ -22,6 +22,9 @@ CHECK (or `all`):
   read-only           a token with mcp:read only: lookup_order answered 200
   insufficient-scope  the same token calling run_payroll: 403 error="insufficient_scope"
                       whose scope names payroll:run
+  scoped-list         a 2026-07-28 tools/list with each of two real tokens: mcp:read lists
+                      no run_payroll or approve_payroll, mcp:read payroll:run lists both;
+                      each "cacheScope": "private" (the list is the token's own)
   expired             a 1 s token (client workbook-brief) used after 2 s: 401
                       error="invalid_token" (the server must run with --clock-skew-secs 0)
 
@@ -231,6 +234,33 @@ def check_insufficient_scope(ns, seen: Seen) -> None:
     params = refused(seen, ns, call(ns.url, f"Bearer {reader}", "run_payroll", {}), 403, "insufficient_scope")
     scope = params.get("scope", "").split()
     seen.expect("payroll:run" in scope, f"scope {params.get('scope')!r} names payroll:run")
+
+
+def check_scoped_list(ns, seen: Seen) -> None:
+    payroll_tools = {"run_payroll", "approve_payroll"}
+    for scope, listed in (("mcp:read", False), ("mcp:read payroll:run", True)):
+        bearer = token(ns.issuer, CLIENT, scope, ns.url)
+        status, _, body = list_tools_2026(ns.url, f"Bearer {bearer}")
+        result = json.loads(body).get("result", {}) if status == 200 else {}
+        names = {tool.get("name") for tool in result.get("tools", [])}
+        print(f"  scope {scope!r}: HTTP {status}, tools {sorted(names)}, cacheScope {result.get('cacheScope')!r}")
+        seen.expect(status == 200 and "lookup_order" in names, f"{scope}: lists lookup_order")
+        seen.expect(payroll_tools <= names if listed else not payroll_tools & names, f"{scope}: the payroll tools listed: {listed}")
+        seen.expect(result.get("cacheScope") == "private", f"{scope}: cacheScope private")
+
+
+def list_tools_2026(url: str, authorization: str) -> tuple[int, object, bytes]:
+    """tools/list in 2026-07-28: no session, the revision in a header and in `_meta`."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/list",
+        "Authorization": authorization,
+    }
+    return http("POST", url, json.dumps(body).encode(), headers)
 
 
 def check_expired(ns, seen: Seen) -> None:

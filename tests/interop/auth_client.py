@@ -15,7 +15,9 @@ find on its own, starting from the server's first `401`:
 Then, in each --mode: initialize (or not, 2026-07-28), tools/list, and a call of
 lookup_order. With --step-up TOOL, TOOL is called last: a tool that needs more scope
 than the first token has, so the server answers 403 insufficient_scope and the SDK must
-ask for a token with the union of the scopes and retry.
+ask for a token with the union of the scopes and retry. The server lists a caller only
+the tools its token may call (chapter 18), so TOOL must be missing from the first list
+and present in the list asked for again with the new token.
 
 Every HTTP exchange is printed, and checked: the discovery above must have happened,
 the token request must carry `resource` (the URL in the metadata) and the challenge's
@@ -147,8 +149,8 @@ async def session(ns: argparse.Namespace, mode: str) -> list[str]:
     print(f"mode {mode}")
     async with http:
         async with Client(streamable_http_client(ns.url, http_client=http), mode=mode, read_timeout_seconds=30) as client:
-            tools = (await client.list_tools()).tools
-            print(f"  connected protocol={client.protocol_version} tools={[t.name for t in tools]}")
+            listed_first = [t.name for t in (await client.list_tools()).tools]
+            print(f"  connected protocol={client.protocol_version} tools={listed_first}")
             result = await client.call_tool(ns.tool, json.loads(ns.arguments))
             text = next((block.text for block in result.content if getattr(block, "text", None)), "")
             print(f"  {ns.tool}: isError={bool(result.is_error)} {text[:80]!r}")
@@ -156,10 +158,19 @@ async def session(ns: argparse.Namespace, mode: str) -> list[str]:
                 failures.append(f"{ns.tool} answered isError: true")
             granted_first = provider.context.current_tokens.scope if provider.context.current_tokens else None
             if ns.step_up:
+                if ns.step_up in listed_first:
+                    failures.append(f"{ns.step_up} was listed to a token without its scope")
                 result = await client.call_tool(ns.step_up, json.loads(ns.step_up_arguments))
                 print(f"  {ns.step_up}: isError={bool(result.is_error)}")
                 if result.is_error:
                     failures.append(f"{ns.step_up} answered isError: true")
+                # The new token may call more, so its list is longer. The SDK's cache keeps a
+                # 2026-07-28 list per Client, not per token ("private" lists included), so
+                # the list is asked for again ("refresh"), as a host must when its token changes.
+                listed_after = [t.name for t in (await client.list_tools(cache_mode="refresh")).tools]
+                print(f"  tools after the step-up={listed_after}")
+                if ns.step_up not in listed_after or not set(listed_first) < set(listed_after):
+                    failures.append(f"the list after the step-up does not add {ns.step_up} to the first: {listed_after}")
             granted_last = provider.context.current_tokens.scope if provider.context.current_tokens else None
     failures += judge(wire.exchanges, ns, granted_first, granted_last)
     return failures
