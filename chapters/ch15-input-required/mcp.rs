@@ -58,13 +58,14 @@ pub fn initialize(
 
 // ANCHOR: check_cursor
 /// Lists may come in pages: a result with `nextCursor` asks the client to send that
-/// cursor back for the next page. Each list of this server is one page, so it never
-/// hands out a cursor, and any cursor it receives is one it did not issue.
+/// cursor back for the next page. A list that calls this is one page, so it never
+/// hands out a cursor, and any cursor it receives is one it did not issue. (A list
+/// that can be long pages instead: `resources/list`.)
 pub fn check_cursor(params: Option<&Value>) -> Result<(), RpcError> {
     match params.and_then(|p| p.get("cursor")) {
         None => Ok(()),
         Some(Value::String(cursor)) => Err(RpcError::invalid_params(&format!(
-            "unknown cursor \"{}\": this server issues no cursors",
+            "unknown cursor \"{}\": this list is one page, with no cursors",
             echo(cursor)
         ))),
         Some(_) => Err(RpcError::invalid_params("`cursor` must be a string")),

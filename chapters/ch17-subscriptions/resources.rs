@@ -28,18 +28,88 @@ pub struct ResourceTemplate {
 // ANCHOR_END: resource
 
 // ANCHOR: resources_list
-/// `resources/list`: every resource with a URI of its own, on one page.
+/// `resources/list`: the resources with a URI of their own, a page at a time. A page
+/// ends with `nextCursor` while more follow; the client sends it back for the next page.
 pub fn resources_list(params: Option<&Value>, resources: &[Resource]) -> Result<Value, RpcError> {
-    check_cursor(params)?;
-    Ok(json!({ "resources": resources.iter().map(|resource| &resource.definition).collect::<Vec<_>>() }))
+    let start = match params.and_then(|p| p.get("cursor")) {
+        None => 0,
+        Some(cursor) => page_start(cursor, resources)?,
+    };
+    let end = resources.len().min(start + RESOURCES_PER_PAGE);
+    let page: Vec<&Value> = resources[start..end].iter().map(|resource| &resource.definition).collect();
+    let mut result = json!({ "resources": page });
+    // Every page but the last: a page without it tells the client it has them all.
+    if end < resources.len() {
+        result["nextCursor"] = json!(cursor_at(end, resources));
+    }
+    Ok(result)
 }
 
-/// `resources/templates/list`: every resource template, on one page.
+/// `resources/templates/list`: every resource template, on one page. A template stands
+/// for many resources (every order), so the list does not grow with the data: it stays
+/// one page, and refuses a cursor as `tools/list` does.
 pub fn resource_templates_list(params: Option<&Value>, templates: &[ResourceTemplate]) -> Result<Value, RpcError> {
     check_cursor(params)?;
     Ok(json!({ "resourceTemplates": templates.iter().map(|template| &template.definition).collect::<Vec<_>>() }))
 }
 // ANCHOR_END: resources_list
+
+// ANCHOR: cursor
+/// How many resources a page of `resources/list` holds. One, so that this server's few
+/// resources take more than one page and paging shows on the wire; a server whose list
+/// grows with its data (a resource per file, per order) would send 50 or 100 a page.
+const RESOURCES_PER_PAGE: usize = 1;
+
+/// The cursor of the page that starts at `offset`: the offset, a dot, and the list's
+/// fingerprint (`1.6a0c4b35`). The offset says where the page starts; the fingerprint
+/// says which list it counts in, so that a cursor from before the list changed (a new
+/// build, a new resource) is refused instead of starting a page one resource off.
+fn cursor_at(offset: usize, resources: &[Resource]) -> String {
+    format!("{offset}.{:08x}", fingerprint(resources))
+}
+
+/// The list's fingerprint: FNV-1a (32 bits) over its URIs, in order. It changes when a
+/// resource is added, removed or moved, which is when an offset would point elsewhere.
+/// It is no secret and no signature: every page is public, so a client that forges a
+/// cursor gets nothing it could not page to.
+fn fingerprint(resources: &[Resource]) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for resource in resources {
+        let uri = resource.definition["uri"].as_str().unwrap_or_default();
+        // A 0 byte ends each URI, so `a` and `bc` differ from `ab` and `c`.
+        for byte in uri.bytes().chain([0]) {
+            hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+        }
+    }
+    hash
+}
+
+/// Where the page a client's `cursor` names starts. The cursor comes from the network,
+/// and only one this server wrote for this list, for a page that exists, is a cursor:
+/// anything else is -32602, saying which, and the message repeats none of it.
+fn page_start(cursor: &Value, resources: &[Resource]) -> Result<usize, RpcError> {
+    let cursor = cursor.as_str().ok_or_else(|| RpcError::invalid_params("`cursor` must be a string"))?;
+    let is_digits = |text: &str, radix| !text.is_empty() && text.chars().all(|c| c.is_digit(radix));
+    let offset = cursor
+        .split_once('.')
+        .filter(|(offset, check)| is_digits(offset, 10) && check.len() == 8 && is_digits(check, 16))
+        .and_then(|(offset, _)| offset.parse::<usize>().ok())
+        .ok_or_else(|| RpcError::invalid_params("malformed cursor: not one this server writes"))?;
+    let not_issued = || RpcError::invalid_params("unknown cursor: not one this server issued for this list");
+    // Another list's fingerprint (the list has changed since), or `01.` for `1.`.
+    if cursor != cursor_at(offset, resources) {
+        return Err(not_issued());
+    }
+    if offset >= resources.len() {
+        return Err(RpcError::invalid_params("cursor past the end of the list"));
+    }
+    // The first page has no cursor, and every other starts at a multiple of the page size.
+    if offset == 0 || !offset.is_multiple_of(RESOURCES_PER_PAGE) {
+        return Err(not_issued());
+    }
+    Ok(offset)
+}
+// ANCHOR_END: cursor
 
 // ANCHOR: resources_read
 /// `resources/read`: what one URI holds, as one entry of `contents`.

@@ -27,6 +27,9 @@ that does not match the tool's `outputSchema`) or when the result has `isError: 
 unless the tool is named with `--expect-error`, which inverts the latter.
 
 CATALOG (`--catalog FILE`, a JSON object; each part runs only with its flag):
+  "resourceList"     {"uris": [...], "minPages": n}: `resources/list`, paged through by
+                     nextCursor, must take at least n pages and list each of the uris,
+                     and no uri twice                                 [--resources]
   "resourceReads"    {uri: "ok" | "not found"}: reads beyond the listed resources (a
                      template's URI, say); "not found" must fail with the code of the
                      era: -32002 (handshake) or -32602 (2026-07-28)   [--resources]
@@ -493,16 +496,25 @@ async def check_listen(client: Any, uri: str, name: str) -> int:
     return 0 if fine else 1
 
 
-async def all_pages(list_page: Any, field: str) -> list[Any]:
-    """Every item of a paginated list, following nextCursor."""
+async def all_pages(list_page: Any, field: str, pages: list[int] | None = None) -> list[Any]:
+    """Every item of a paginated list, following nextCursor; `pages` gets how many pages.
+
+    The end is a page without nextCursor: "an empty string is a valid cursor" (2026-07-28).
+    A cursor that comes back again would page forever, and is an error."""
     items: list[Any] = []
-    cursor = None
+    cursor, seen, count = None, set(), 0
     while True:
         page = await list_page(cursor=cursor)
+        count += 1
         items.extend(getattr(page, field))
         cursor = page.next_cursor
-        if not cursor:
+        if cursor is None:
+            if pages is not None:
+                pages.append(count)
             return items
+        if cursor in seen:
+            raise RuntimeError(f"{field}: nextCursor {cursor!r} came back again, on page {count}")
+        seen.add(cursor)
 
 
 def describe_contents(result: Any) -> str:
@@ -517,12 +529,26 @@ def describe_contents(result: Any) -> str:
 async def check_resources(client: Any, catalog: dict[str, Any], modern: bool) -> int:
     """List resources and templates, read every listed resource and the catalog's reads."""
     failures = 0
-    resources = await all_pages(client.list_resources, "resources")
+    pages: list[int] = []
+    resources = await all_pages(client.list_resources, "resources", pages)
     templates = await all_pages(client.list_resource_templates, "resource_templates")
-    print(f"resources={len(resources)} templates={[t.uri_template for t in templates]}")
+    uris = [str(r.uri) for r in resources]
+    print(f"resources={len(resources)} in {pages[0]} pages, templates={[t.uri_template for t in templates]}")
     if not resources or not templates:
         print("FAIL resources: expected at least one resource and one template")
         failures += 1
+    # Paged by nextCursor, every resource once: none lost, none twice.
+    expected = catalog.get("resourceList", {})
+    missing = [uri for uri in expected.get("uris", []) if uri not in uris]
+    twice = sorted({uri for uri in uris if uris.count(uri) > 1})
+    if pages[0] < expected.get("minPages", 1) or missing or twice:
+        print(
+            f"FAIL resources/list: {pages[0]} pages (at least {expected.get('minPages', 1)} expected), "
+            f"missing {missing}, listed twice {twice}"
+        )
+        failures += 1
+    else:
+        print(f"ok   resources/list paged: {pages[0]} pages, each resource once: {uris}")
     reads = {str(r.uri): "ok" for r in resources} | catalog.get("resourceReads", {})
     not_found = -32602 if modern else -32002
     for uri, expected in reads.items():
