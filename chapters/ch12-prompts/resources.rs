@@ -61,7 +61,7 @@ pub fn resource_templates_list(params: Option<&Value>, templates: &[ResourceTemp
 const RESOURCES_PER_PAGE: usize = 1;
 
 /// The cursor of the page that starts at `offset`: the offset, a dot, and the list's
-/// fingerprint (`1.6a0c4b35`). The offset says where the page starts; the fingerprint
+/// fingerprint (`1.edcc9472`). The offset says where the page starts; the fingerprint
 /// says which list it counts in, so that a cursor from before the list changed (a new
 /// build, a new resource) is refused instead of starting a page one resource off.
 fn cursor_at(offset: usize, resources: &[Resource]) -> String {

@@ -368,8 +368,8 @@ fn cache_hints(method: &str, caller: &Caller) -> Option<(u64, &'static str)> {
 /// call (`notifications/message`, and in the handshake era `logging/setLevel`). Chapter
 /// 17: `subscribe`, a client may ask to hear when a resource changes: in a session with
 /// `resources/subscribe`, on its session's stream; in 2026-07-28 with
-/// `subscriptions/listen`. No `listChanged`: the lists never change while the server
-/// runs (what a resource holds may).
+/// `subscriptions/listen`. No `listChanged`: the catalog never changes while the server
+/// runs (what a resource holds may, and what a caller is listed, with its token's scopes).
 fn capabilities() -> Value {
     let resources = json!({ "subscribe": true });
     json!({ "tools": {}, "resources": resources, "prompts": {}, "completions": {}, "logging": {} })

@@ -69,7 +69,7 @@ pub fn resource_templates_list(params: Option<&Value>, templates: &[ResourceTemp
 const RESOURCES_PER_PAGE: usize = 1;
 
 /// The cursor of the page that starts at `offset`: the offset, a dot, and the list's
-/// fingerprint (`1.6a0c4b35`). The offset says where the page starts; the fingerprint
+/// fingerprint (`1.edcc9472`). The offset says where the page starts; the fingerprint
 /// says which list it counts in, so that a cursor from before the list changed (a new
 /// build, a new resource) is refused instead of starting a page one resource off.
 fn cursor_at(offset: usize, resources: &[&Resource]) -> String {
@@ -78,8 +78,8 @@ fn cursor_at(offset: usize, resources: &[&Resource]) -> String {
 
 /// The list's fingerprint: FNV-1a (32 bits) over its URIs, in order. It changes when a
 /// resource is added, removed or moved, which is when an offset would point elsewhere.
-/// It is no secret and no signature: every page is public, so a client that forges a
-/// cursor gets nothing it could not page to.
+/// It is no secret and no signature: a cursor counts in the caller's own list (chapter
+/// 18), so a client that forges one gets nothing it could not page to.
 fn fingerprint(resources: &[&Resource]) -> u32 {
     let mut hash: u32 = 0x811c_9dc5;
     for resource in resources {
