@@ -275,14 +275,7 @@ async def run(ns: argparse.Namespace) -> int:
         ) as client:
             info = client.server_info
             who = f"{info.name} {info.version}" if info else "(no serverInfo)"
-            tools = []
-            cursor = None
-            while True:
-                page = await client.list_tools(cursor=cursor)
-                tools.extend(page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
+            tools, _ = await all_pages(client.list_tools, "tools")
             print(f"connected {target} mode={ns.mode} protocol={client.protocol_version} server={who} tools={len(tools)}")
             failures += check_hints(client, tools)
 
@@ -496,8 +489,8 @@ async def check_listen(client: Any, uri: str, name: str) -> int:
     return 0 if fine else 1
 
 
-async def all_pages(list_page: Any, field: str, pages: list[int] | None = None) -> list[Any]:
-    """Every item of a paginated list, following nextCursor; `pages` gets how many pages.
+async def all_pages(list_page: Any, field: str) -> tuple[list[Any], int]:
+    """Every item of a paginated list, following nextCursor, and how many pages it took.
 
     The end is a page without nextCursor: "an empty string is a valid cursor" (2026-07-28).
     A cursor that comes back again would page forever, and is an error."""
@@ -509,9 +502,7 @@ async def all_pages(list_page: Any, field: str, pages: list[int] | None = None) 
         items.extend(getattr(page, field))
         cursor = page.next_cursor
         if cursor is None:
-            if pages is not None:
-                pages.append(count)
-            return items
+            return items, count
         if cursor in seen:
             raise RuntimeError(f"{field}: nextCursor {cursor!r} came back again, on page {count}")
         seen.add(cursor)
@@ -529,11 +520,10 @@ def describe_contents(result: Any) -> str:
 async def check_resources(client: Any, catalog: dict[str, Any], modern: bool) -> int:
     """List resources and templates, read every listed resource and the catalog's reads."""
     failures = 0
-    pages: list[int] = []
-    resources = await all_pages(client.list_resources, "resources", pages)
-    templates = await all_pages(client.list_resource_templates, "resource_templates")
+    resources, pages = await all_pages(client.list_resources, "resources")
+    templates, _ = await all_pages(client.list_resource_templates, "resource_templates")
     uris = [str(r.uri) for r in resources]
-    print(f"resources={len(resources)} in {pages[0]} pages, templates={[t.uri_template for t in templates]}")
+    print(f"resources={len(resources)} in {pages} pages, templates={[t.uri_template for t in templates]}")
     if not resources or not templates:
         print("FAIL resources: expected at least one resource and one template")
         failures += 1
@@ -541,14 +531,14 @@ async def check_resources(client: Any, catalog: dict[str, Any], modern: bool) ->
     expected = catalog.get("resourceList", {})
     missing = [uri for uri in expected.get("uris", []) if uri not in uris]
     twice = sorted({uri for uri in uris if uris.count(uri) > 1})
-    if pages[0] < expected.get("minPages", 1) or missing or twice:
+    if pages < expected.get("minPages", 1) or missing or twice:
         print(
-            f"FAIL resources/list: {pages[0]} pages (at least {expected.get('minPages', 1)} expected), "
+            f"FAIL resources/list: {pages} pages (at least {expected.get('minPages', 1)} expected), "
             f"missing {missing}, listed twice {twice}"
         )
         failures += 1
     else:
-        print(f"ok   resources/list paged: {pages[0]} pages, each resource once: {uris}")
+        print(f"ok   resources/list paged: {pages} pages, each resource once: {uris}")
     reads = {str(r.uri): "ok" for r in resources} | catalog.get("resourceReads", {})
     not_found = -32602 if modern else -32002
     for uri, expected in reads.items():
@@ -573,7 +563,7 @@ async def check_resources(client: Any, catalog: dict[str, Any], modern: bool) ->
 async def check_prompts(client: Any, catalog: dict[str, Any]) -> int:
     """List the prompts and get each, with the catalog's arguments."""
     failures = 0
-    prompts = await all_pages(client.list_prompts, "prompts")
+    prompts, _ = await all_pages(client.list_prompts, "prompts")
     print(f"prompts={[p.name for p in prompts]}")
     if not prompts:
         print("FAIL prompts: none listed")
