@@ -152,8 +152,9 @@ impl Caller {
     }
 
     /// Whether the caller's token grants every scope in `needed`; always, when the server
-    /// asks for no token. `tools/list` and `resources/list` show a caller only what it may
-    /// call and read (router.rs); `check_scopes` still decides each request on its own.
+    /// asks for no token. The one rule of what a token may do: `check_scopes` asks it of
+    /// each request, and `tools/list` and `resources/list` of each entry they would show
+    /// (router.rs), so a list shows a caller only what it may call and read.
     pub fn grants(&self, needed: &[&str]) -> bool {
         let Some(granted) = &self.scopes else { return true };
         needed.iter().all(|scope| granted.iter().any(|g| g == scope))
@@ -356,9 +357,8 @@ impl Authorization {
     /// Handling). Granted scopes do not imply one another here: there is no hierarchy.
     /// `message` is `None` for a GET or a DELETE, which carry none.
     pub fn check_scopes(&self, caller: &Caller, message: Option<&Message>) -> Result<(), Response> {
-        let Some(granted) = &caller.scopes else { return Ok(()) };
         let needed = scopes_needed(message, self.scopes.needed_by);
-        if needed.iter().all(|scope| granted.iter().any(|g| g == scope)) {
+        if caller.grants(&needed) {
             return Ok(());
         }
         let description = format!("this request needs the scopes {}", needed.join(" "));
