@@ -4,7 +4,10 @@
 //! - with chapter 7's `--token`, `/mcp` still wants the token, but the consent page does
 //!   not: a browser opening the link carries none. It shows, and its button connects;
 //! - the open links are capped (`MAX_OPEN_LINKS`, 100): one call more is told to wait,
-//!   with a failed tool result, and no link.
+//!   with a failed tool result, and no link;
+//! - a link expires: its page, and its button, answer the same 404 as an unknown link.
+//!   On the transcript's fixed clock none ever does; the hidden flag `--link-ttl-secs`
+//!   makes one expire in a second.
 
 use std::net::SocketAddr;
 
@@ -80,5 +83,18 @@ fn the_open_links_are_capped() {
         assert_eq!(refused.pointer("/result/isError"), Some(&json!(true)), "{binary}: {refused}");
         let text = refused.pointer("/result/content/0/text").and_then(Value::as_str).unwrap_or_default();
         assert!(text.starts_with("Too many bank connections"), "{binary}: {text}");
+    }
+}
+
+#[test]
+fn an_expired_link_is_the_same_404() {
+    for binary in chapter_binaries_from(15) {
+        let server = start(&binary, &["--link-ttl-secs", "1"]);
+        let asked = bank_balance(server.address);
+        let path = link(&asked).unwrap_or_else(|| panic!("{binary}: not asked at a URL: {asked}"));
+        assert_eq!(browser(server.address, "GET", &path), 200, "{binary}: the page before it expires");
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        assert_eq!(browser(server.address, "GET", &path), 404, "{binary}: the page after it expired");
+        assert_eq!(browser(server.address, "POST", &path), 404, "{binary}: the button after it expired");
     }
 }

@@ -840,6 +840,9 @@ struct Args {
     // How `requestState` is signed and kept (chapter 15): input_required.rs's flags.
     #[command(flatten)]
     state: input_required::StateFlags,
+    // How long a link to the consent page stays open (chapter 15, for tests): connect.rs's.
+    #[command(flatten)]
+    connect: connect::ConnectFlags,
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
@@ -850,6 +853,7 @@ struct Args {
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
     input_required::configure(&args.state);
+    connect::configure(&args.connect);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let config = Config {
         workers,

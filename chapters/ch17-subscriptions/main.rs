@@ -942,6 +942,9 @@ struct Args {
     // How `requestState` is signed and kept (chapter 15): input_required.rs's flags.
     #[command(flatten)]
     state: input_required::StateFlags,
+    // How long a link to the consent page stays open (chapter 15, for tests): connect.rs's.
+    #[command(flatten)]
+    connect: connect::ConnectFlags,
     // How many sessions, and how long they last (chapter 16): sessions.rs's flags.
     #[command(flatten)]
     sessions: sessions::SessionFlags,
@@ -958,6 +961,7 @@ struct Args {
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
     input_required::configure(&args.state);
+    connect::configure(&args.connect);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let config = Config {
         workers,

@@ -33,6 +33,8 @@ const CONNECT_KEY: &str = "connect";
 pub const CONNECT_PATH: &str = "/connect/";
 /// How long a link may wait to be opened: a few minutes, then it answers 404.
 const LINK_TTL_SECS: u64 = 300;
+/// `--link-ttl-secs`, for tests: `LINK_TTL_SECS` unless given.
+static LINK_TTL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 /// The most links open at once: one more call that needs one is told to wait.
 const MAX_OPEN_LINKS: usize = 100;
 /// What the stand-in bank answers: a fixed figure.
@@ -57,7 +59,7 @@ impl Bank {
         if self.links.len() >= MAX_OPEN_LINKS {
             return false;
         }
-        self.links.insert(id, (now + LINK_TTL_SECS, who.to_string()));
+        self.links.insert(id, (now + link_ttl(), who.to_string()));
         true
     }
 
@@ -132,7 +134,7 @@ pub fn call_connect(params: Option<&Value>, host: Option<&str>, caller: Option<&
     if !lock(&BANK).open(id.clone(), who, now_secs()) {
         return Ok(ToolResult::error(format!(
             "Too many bank connections are waiting to be made; try again in {} minutes.",
-            LINK_TTL_SECS / 60
+            link_ttl().div_ceil(60)
         ))
         .into_json());
     }
@@ -148,6 +150,27 @@ pub fn call_connect(params: Option<&Value>, host: Option<&str>, caller: Option<&
         }},
         "requestState": state,
     }))
+}
+
+/// How long a link stays open: `LINK_TTL_SECS`, or `--link-ttl-secs`.
+fn link_ttl() -> u64 {
+    LINK_TTL.get().copied().unwrap_or(LINK_TTL_SECS)
+}
+
+/// This piece's flags, which `main.rs` takes in with its own (`#[command(flatten)]`).
+#[derive(clap::Args)]
+pub struct ConnectFlags {
+    /// For tests: how long a link to the consent page stays open, in seconds
+    /// (`LINK_TTL_SECS` unless given), so that a test can see one expire.
+    #[arg(long, value_name = "SECS", hide = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub link_ttl_secs: Option<u64>,
+}
+
+/// Set up what the flags say, once, before any request.
+pub fn configure(flags: &ConnectFlags) {
+    if let Some(secs) = flags.link_ttl_secs {
+        LINK_TTL.set(secs).expect("set once, before any request");
+    }
 }
 
 /// The link issued with the state numbered `number`: 128 bits no one can guess or

@@ -35,6 +35,8 @@ const CONNECT_KEY: &str = "connect";
 pub const CONNECT_PATH: &str = "/connect/";
 /// How long a link may wait to be opened: a few minutes, then it answers 404.
 const LINK_TTL_SECS: u64 = 300;
+/// `--link-ttl-secs`, for tests: `LINK_TTL_SECS` unless given.
+static LINK_TTL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 /// The most links open at once: one more call that needs one is told to wait.
 const MAX_OPEN_LINKS: usize = 100;
 /// What the stand-in bank answers: a fixed figure.
@@ -59,7 +61,7 @@ impl Bank {
         if self.links.len() >= MAX_OPEN_LINKS {
             return false;
         }
-        self.links.insert(id, (now + LINK_TTL_SECS, who.to_string()));
+        self.links.insert(id, (now + link_ttl(), who.to_string()));
         true
     }
 
@@ -138,14 +140,14 @@ pub fn call_connect(
     let state = sign_state(&call, now_secs() + STATE_TTL_SECS);
     let number = state.split('.').nth(1).and_then(|n| n.parse().ok()).expect("v2.NUMBER.EXPIRES...");
     let id = link_id(number);
-    let opened = match store.open_link(&id, who, Duration::from_secs(LINK_TTL_SECS)).map_err(|e| store_failed(&e))? {
+    let opened = match store.open_link(&id, who, Duration::from_secs(link_ttl())).map_err(|e| store_failed(&e))? {
         Some(()) => true,
         None => lock(&BANK).open(id.clone(), who, now_secs()),
     };
     if !opened {
         return Ok(ToolResult::error(format!(
             "Too many bank connections are waiting to be made; try again in {} minutes.",
-            LINK_TTL_SECS / 60
+            link_ttl().div_ceil(60)
         ))
         .into_json());
     }
@@ -186,6 +188,27 @@ fn whose(who: &str) -> String {
 fn store_failed(error: &StoreError) -> RpcError {
     eprintln!("connect: the state store failed: {error}");
     RpcError::internal_error("the state store failed, so the bank connection could not be checked; try again later")
+}
+
+/// How long a link stays open: `LINK_TTL_SECS`, or `--link-ttl-secs`.
+fn link_ttl() -> u64 {
+    LINK_TTL.get().copied().unwrap_or(LINK_TTL_SECS)
+}
+
+/// This piece's flags, which `main.rs` takes in with its own (`#[command(flatten)]`).
+#[derive(clap::Args)]
+pub struct ConnectFlags {
+    /// For tests: how long a link to the consent page stays open, in seconds
+    /// (`LINK_TTL_SECS` unless given), so that a test can see one expire.
+    #[arg(long, value_name = "SECS", hide = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub link_ttl_secs: Option<u64>,
+}
+
+/// Set up what the flags say, once, before any request.
+pub fn configure(flags: &ConnectFlags) {
+    if let Some(secs) = flags.link_ttl_secs {
+        LINK_TTL.set(secs).expect("set once, before any request");
+    }
 }
 
 /// The link issued with the state numbered `number`: 128 bits no one can guess or

@@ -966,6 +966,9 @@ struct Args {
     // How `requestState` is signed and kept (chapter 15): input_required.rs's flags.
     #[command(flatten)]
     state: input_required::StateFlags,
+    // How long a link to the consent page stays open (chapter 15, for tests): connect.rs's.
+    #[command(flatten)]
+    connect: connect::ConnectFlags,
     // How many sessions, and how long they last (chapter 16): sessions.rs's flags.
     #[command(flatten)]
     sessions: sessions::SessionFlags,
@@ -1015,6 +1018,7 @@ fn main() -> std::io::Result<()> {
         store: args.store.store(args.state.max_used_states).map_err(std::io::Error::other)?,
     }));
     input_required::configure(&args.state, &catalog.store);
+    connect::configure(&args.connect);
     catalog.relay_changes();
     let rate_limit = RateLimit::new(args.max_calls_per_minute, &catalog.store);
     if args.stdio {
