@@ -20,6 +20,8 @@
 //! - a Redis that stops answering (SIGSTOP), no Redis at all at a port where nothing
 //!   listens, or a listener that accepts and never answers: each answered within the
 //!   store's deadlines, never hung;
+//! - a link to chapter 15's consent page made on one instance opens and connects on the
+//!   other, is used up for both, and the retry on the first gets the balance;
 //! - a bad `--state-store` or `--state-store-prefix` stops the server at start;
 //! - what is in the store and is not ours (a count that is not a number, a message on
 //!   the channel that is not JSON, names no URI or one too long) is an error the server
@@ -234,6 +236,49 @@ fn an_approval_replayed_on_the_other_instance_is_refused() {
     assert_ne!(from_a, from_b);
     assert_eq!(approve(b.address, &from_a).0, RAN);
     assert_eq!(approve(a.address, &from_b).0, RAN);
+}
+
+/// A 2026-07-28 `tools/call` of `bank_balance` by a client that takes URL mode, with `extra` params.
+fn bank_balance(address: SocketAddr, extra: Value) -> Value {
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "url": {} } } });
+    let mut params = json!({ "name": "bank_balance", "_meta": meta });
+    params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "bank_balance"),
+    ];
+    let answer = replay::send(address, &request("POST", &headers, &body.to_string())).expect("the call is answered");
+    serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("{e}: {}", answer.body))
+}
+
+/// `method` of the consent page at `path`, as a browser on the page's own origin: the status.
+fn consent_page(address: SocketAddr, method: &str, path: &str) -> u16 {
+    let origin = format!("http://{address}");
+    let mut page = request(method, &[("Origin", origin.as_str())], "");
+    page.path = path.to_string();
+    replay::send(address, &page).expect("the page is answered").status
+}
+
+#[test]
+fn a_link_made_on_one_instance_connects_on_the_other() {
+    let redis = redis();
+    let (a, b) = (instance(&redis.url(), &[]), instance(&redis.url(), &[]));
+    let asked = bank_balance(a.address, json!({}));
+    let url =
+        asked["result"]["inputRequests"]["connect"]["params"]["url"].as_str().unwrap_or_else(|| panic!("{asked}"));
+    let path = &url[url.find("/connect/").expect("a consent page")..];
+    assert_eq!(consent_page(b.address, "GET", path), 200, "the link made on a is not open on b");
+    assert_eq!(consent_page(b.address, "POST", path), 200);
+    assert_eq!(consent_page(a.address, "POST", path), 404, "a link used on b was used again on a");
+    let accepted = json!({ "requestState": asked["result"]["requestState"], "inputResponses": { "connect": { "action": "accept" } } });
+    let retry = bank_balance(a.address, accepted);
+    assert!(retry["result"]["content"][0]["text"].as_str().is_some_and(|text| text.contains("48,250.00")), "{retry}");
+    let again = bank_balance(b.address, json!({}));
+    assert!(again["result"]["content"][0]["text"].as_str().is_some_and(|text| text.contains("48,250.00")), "{again}");
 }
 
 #[test]

@@ -24,6 +24,7 @@
 //! - `completion.rs` (chapter 13): `completion/complete`.
 //! - `streaming.rs` (chapter 14): long calls: progress, logs, cancellation.
 //! - `input_required.rs` (this chapter): asking in 2026-07-28, `requestState`.
+//! - `connect.rs` (this chapter): a step outside the client, at a URL: `/connect/ID`.
 //! - `tools.rs`: `tools/list`, and `tools/call`: find the tool, check, run.
 //! - `router.rs`: the one way every message takes, and the methods of each era.
 //! - `endpoint.rs`: the HTTP transport: `/mcp`, its headers, its body.
@@ -55,11 +56,13 @@ mod prompts;
 mod completion;
 mod streaming;
 mod input_required;
+mod connect;
 mod tools;
 mod router;
 mod endpoint;
 mod stdio;
 
+use connect::BANK_BALANCE;
 use endpoint::handle;
 use guard::{Guard, TOKEN_VARIABLE};
 use input_required::APPROVE_PAYROLL;
@@ -252,6 +255,23 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
             }),
         },
         // ANCHOR_END: approve_payroll_definition
+        // ANCHOR: bank_balance_definition
+        Tool {
+            definition: json!({
+                "name": BANK_BALANCE,
+                "title": "Payroll account balance",
+                "description": "Reads the current balance of the payroll bank account from the bank. The first \
+                    time, the user connects the account to this server on a web page the client opens for them. \
+                    Call it when the user asks what is in the payroll account or whether it covers the payroll.",
+                "inputSchema": { "type": "object", "additionalProperties": false },
+                "annotations": { "readOnlyHint": true, "openWorldHint": true },
+            }),
+            // In 2026-07-28 the call goes through connect.rs instead (router.rs says so).
+            run: Run::Quick(|_| {
+                ToolResult::error("bank_balance asks the user at a URL, which needs protocol revision 2026-07-28.")
+            }),
+        },
+        // ANCHOR_END: bank_balance_definition
     ];
     if demo_faults {
         tools.push(Tool {
@@ -820,6 +840,9 @@ struct Args {
     // How `requestState` is signed and kept (chapter 15): input_required.rs's flags.
     #[command(flatten)]
     state: input_required::StateFlags,
+    // How long a link to the consent page stays open (chapter 15, for tests): connect.rs's.
+    #[command(flatten)]
+    connect: connect::ConnectFlags,
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
@@ -830,6 +853,7 @@ struct Args {
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
     input_required::configure(&args.state);
+    connect::configure(&args.connect);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let config = Config {
         workers,

@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::completion::completion_complete;
+use crate::connect::{BANK_BALANCE, call_connect};
 use crate::http::{Request, Response};
 use crate::input_required::{MISSING_CLIENT_CAPABILITY, asks_client, call_asking};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
@@ -110,7 +111,7 @@ fn route_modern(
         return Routed::Answer(reply(400, id, Err(error)));
     }
     let outcome = match method {
-        "tools/call" => match tools_call(params, Era::Modern, catalog) {
+        "tools/call" => match tools_call(params, Era::Modern, request.and_then(|r| r.header("Host")), catalog) {
             Ok(ToolCall::Long(long)) => return Routed::Long(id, long),
             Ok(ToolCall::Done(result)) => Ok(result),
             Err(error) => Err(error),
@@ -141,7 +142,7 @@ fn route_handshake(message: Message, via: Via, catalog: &'static Catalog) -> Rou
     match message {
         Message::Request { id, method, params } => {
             let result = match method.as_str() {
-                "tools/call" => match tools_call(params.as_ref(), Era::Handshake, catalog) {
+                "tools/call" => match tools_call(params.as_ref(), Era::Handshake, None, catalog) {
                     Ok(ToolCall::Long(long)) => return Routed::Long(id, long),
                     Ok(ToolCall::Done(result)) => Ok(result),
                     Err(error) => Err(error),
@@ -206,8 +207,14 @@ enum ToolCall {
 
 /// `tools/call`: find the tool by its name and check its arguments, once; then run a
 /// quick tool now, start a tool that works in steps as a long call, and in 2026-07-28
-/// let a tool that asks the client ask (input_required.rs).
-fn tools_call(params: Option<&Value>, era: Era, catalog: &'static Catalog) -> Result<ToolCall, RpcError> {
+/// let a tool that asks the client ask (input_required.rs), or send the user to a URL
+/// (connect.rs: `host` is the `Host` an HTTP call came to, which the link names).
+fn tools_call(
+    params: Option<&Value>,
+    era: Era,
+    host: Option<&str>,
+    catalog: &'static Catalog,
+) -> Result<ToolCall, RpcError> {
     let (tool, arguments) = find_tool(params, &catalog.tools)?;
     if let Some(refused) = arguments_refused(tool, &arguments) {
         return Ok(ToolCall::Done(refused.into_json()));
@@ -215,6 +222,9 @@ fn tools_call(params: Option<&Value>, era: Era, catalog: &'static Catalog) -> Re
     // Chapter 15: in 2026-07-28 a tool that asks the client answers through its own path.
     if era == Era::Modern && asks_client(tool.name()) {
         return call_asking(params).map(ToolCall::Done);
+    }
+    if era == Era::Modern && tool.name() == BANK_BALANCE {
+        return call_connect(params, host).map(ToolCall::Done);
     }
     match tool.run {
         // Nobody hears how a quick call is going; its progress token must still be one.

@@ -6,6 +6,7 @@
 
 use serde_json::Value;
 
+use crate::connect::{CONNECT_PATH, connect_page};
 use crate::framing::{allows_event_stream, is_json, response_format};
 use crate::guard::Guard;
 use crate::http::{Request, Response};
@@ -19,6 +20,12 @@ use crate::streaming::answer_long_call;
 // ANCHOR: handle
 /// The whole server as a pure function: an HTTP request in, an HTTP response out.
 pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_limit: &RateLimit) -> Response {
+    // The consent pages (connect.rs) are for the user's browser, which carries no bearer
+    // token: the guard checks their `Host` and `Origin` only. The link's id is what
+    // opens one: 128 bits, good for one use, for a few minutes.
+    if let Some(id) = request.path.strip_prefix(CONNECT_PATH) {
+        return guard.admit_browser(request).map_or_else(|refusal| refusal, |()| connect_page(request, id));
+    }
     // Who is asking comes first: a request the guard refuses learns nothing else.
     if let Err(refusal) = guard.admit(request) {
         return refusal;

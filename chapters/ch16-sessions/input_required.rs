@@ -31,13 +31,13 @@ const APPROVAL_KEY: &str = "approval";
 /// The longest `requestState` read; a longer one is refused before it is looked at.
 const MAX_STATE_BYTES: usize = 256;
 /// How long a client may take to answer: after that the state is refused.
-const STATE_TTL_SECS: u64 = 600;
+pub const STATE_TTL_SECS: u64 = 600;
 /// Who asked, as a state records it. Nobody is authenticated here: a bearer token
 /// (chapter 7) is one secret every client shares, and a client's `clientInfo` is its own
 /// claim, which no security decision may rest on. So every state says `anyone`. With
 /// authorization (chapter 18) a state names the caller, the token's subject and client,
 /// and another caller's is refused.
-const PRINCIPAL: &str = "anyone";
+pub const PRINCIPAL: &str = "anyone";
 /// The most used states remembered at once (`UsedStates`): some 10,000 approvals in ten
 /// minutes, a few hundred kilobytes.
 const MAX_USED_STATES: usize = 10_000;
@@ -96,7 +96,7 @@ pub fn call_asking(params: Option<&Value>, asking: &AskingTool) -> Result<Value,
 /// who asked, a digest of the call's arguments, and the tool. A state presented on any
 /// other call is refused: mrtr.mdx asks for "an identifier for the originating request,
 /// e.g. the method name and a digest of its salient parameters" (Server Requirements 5).
-fn originating_call(tool: &str, arguments: Option<&Value>) -> String {
+pub fn originating_call(tool: &str, arguments: Option<&Value>) -> String {
     let arguments = canonical_json(arguments.unwrap_or(&json!({})));
     format!("{PRINCIPAL}.{}.{tool}", state_tag(&format!("arguments {arguments}")))
 }
@@ -123,7 +123,7 @@ static STATES_ISSUED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU6
 /// The state: `v2.ID.EXPIRES.CALL.TAG`. ID is its own number, so that it can be used
 /// once; CALL is `originating_call`'s; TAG is a keyed hash of the rest under a key only
 /// this process knows. A client can read it but not forge or alter it.
-fn sign_state(call: &str, expires: u64) -> String {
+pub fn sign_state(call: &str, expires: u64) -> String {
     let id = STATES_ISSUED.fetch_add(1, Ordering::SeqCst) + 1;
     let body = format!("v2.{id}.{expires}.{call}");
     let tag = state_tag(&body);
@@ -132,7 +132,7 @@ fn sign_state(call: &str, expires: u64) -> String {
 
 /// Check a state that came back: size, tag, shape, call, expiry, in that order. Its id
 /// and expiry, when it passes.
-fn verify_state(state: &str, call: &str, now: u64) -> Result<(u64, u64), RpcError> {
+pub fn verify_state(state: &str, call: &str, now: u64) -> Result<(u64, u64), RpcError> {
     if state.len() > MAX_STATE_BYTES {
         return Err(state_refused("is too long"));
     }
@@ -160,7 +160,7 @@ const NOT_ISSUED: &str = "is not one this server issued";
 
 /// A state the server will not honour: -32602, and what the client can do instead. A
 /// state "that fails verification" MUST be rejected (mrtr.mdx, Server Requirements 4).
-fn state_refused(why: &str) -> RpcError {
+pub fn state_refused(why: &str) -> RpcError {
     RpcError::invalid_params(&format!("`requestState` {why}; call the tool again without it"))
 }
 
@@ -197,7 +197,7 @@ impl UsedStates {
     }
 
     /// Use the state `id`, which expires at `expires`, once. `Err`: why not, for the client.
-    fn use_once(&mut self, id: u64, expires: u64, now: u64) -> Result<(), &'static str> {
+    pub fn use_once(&mut self, id: u64, expires: u64, now: u64) -> Result<(), &'static str> {
         self.used = self.used.split_off(&(now, 0)); // the expired are refused anyway
         if expires <= self.horizon {
             return Err("is older than this server's record of used states");
@@ -265,7 +265,7 @@ pub fn configure(flags: &StateFlags) {
 
 /// The tag: SipHash-2-4 of the body under the secret key, a 64-bit MAC. Without the
 /// key a client cannot compute it, and any change to the body changes it.
-fn state_tag(body: &str) -> String {
+pub fn state_tag(body: &str) -> String {
     let key = STATE_KEY.get_or_init(random_key);
     format!("{:016x}", siphash_2_4(key, body.as_bytes()))
 }

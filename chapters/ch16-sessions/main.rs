@@ -23,6 +23,7 @@
 //! - `prompts.rs` (chapter 12): `prompts/list`, `prompts/get`.
 //! - `completion.rs` (chapter 13): `completion/complete`.
 //! - `input_required.rs` (chapter 15): asking in 2026-07-28, `requestState`.
+//! - `connect.rs` (chapter 15): a step outside the client, at a URL: `/connect/ID`.
 //! - `sessions.rs` (this chapter): sessions; who may be asked mid-call, and whose answer.
 //! - `streaming.rs` (chapter 14): long calls: progress, logs, cancellation; asking mid-call.
 //! - `tools.rs`: `tools/list`, and `tools/call`: find the tool, check, run.
@@ -55,6 +56,7 @@ mod resources;
 mod prompts;
 mod completion;
 mod input_required;
+mod connect;
 mod sessions;
 mod streaming;
 mod tools;
@@ -62,6 +64,7 @@ mod router;
 mod endpoint;
 mod stdio;
 
+use connect::BANK_BALANCE;
 use endpoint::handle;
 use guard::{Guard, TOKEN_VARIABLE};
 use input_required::AskingTool;
@@ -251,6 +254,23 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
             run: Run::Steps(approve_payroll),
         },
         // ANCHOR_END: approve_payroll_definition
+        // ANCHOR: bank_balance_definition
+        Tool {
+            definition: json!({
+                "name": BANK_BALANCE,
+                "title": "Payroll account balance",
+                "description": "Reads the current balance of the payroll bank account from the bank. The first \
+                    time, the user connects the account to this server on a web page the client opens for them. \
+                    Call it when the user asks what is in the payroll account or whether it covers the payroll.",
+                "inputSchema": { "type": "object", "additionalProperties": false },
+                "annotations": { "readOnlyHint": true, "openWorldHint": true },
+            }),
+            // In 2026-07-28 the call goes through connect.rs instead (router.rs says so).
+            run: Run::Quick(|_| {
+                ToolResult::error("bank_balance asks the user at a URL, which needs protocol revision 2026-07-28.")
+            }),
+        },
+        // ANCHOR_END: bank_balance_definition
     ];
     if demo_faults {
         tools.push(Tool {
@@ -863,6 +883,9 @@ struct Args {
     // How `requestState` is signed and kept (chapter 15): input_required.rs's flags.
     #[command(flatten)]
     state: input_required::StateFlags,
+    // How long a link to the consent page stays open (chapter 15, for tests): connect.rs's.
+    #[command(flatten)]
+    connect: connect::ConnectFlags,
     // How many sessions, and how long they last (chapter 16): sessions.rs's flags.
     #[command(flatten)]
     sessions: sessions::SessionFlags,
@@ -876,6 +899,7 @@ struct Args {
 fn main() -> std::io::Result<()> {
     let args = Args::parse();
     input_required::configure(&args.state);
+    connect::configure(&args.connect);
     let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let config = Config {
         workers,

@@ -47,6 +47,25 @@ impl Guard {
 
     /// Let a request through, or answer it with the reason it may not pass.
     pub fn admit(&self, request: &Request) -> Result<(), Response> {
+        self.admit_browser(request)?;
+        // Anyone else who can reach the port: other users, other programs.
+        let Some(expected) = &self.token else { return Ok(()) };
+        match bearer_token(request) {
+            Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => Ok(()),
+            // RFC 6750, section 3: a `Bearer` challenge carries at least one parameter. The
+            // realm names what the token guards: here one token guards the whole server,
+            // so one fixed name, never the `Host` a client chose. No credentials get no
+            // error code (section 3.1); a wrong token is told so.
+            Some(_) => Err(refusal(401, "Unauthorized: wrong bearer token")
+                .with_header("WWW-Authenticate", r#"Bearer realm="mcp", error="invalid_token""#)),
+            None => Err(refusal(401, "Unauthorized: send `Authorization: Bearer <token>`")
+                .with_header("WWW-Authenticate", r#"Bearer realm="mcp""#)),
+        }
+    }
+
+    /// The checks a page a person opens in a browser passes (chapter 15's consent page):
+    /// `Host` and `Origin`, and no token, which a browser does not carry.
+    pub fn admit_browser(&self, request: &Request) -> Result<(), Response> {
         // DNS rebinding: a web page whose own host name now resolves to 127.0.0.1
         // still says that name in `Host`.
         let host = request.header("Host").unwrap_or("");
@@ -63,19 +82,7 @@ impl Guard {
         {
             return Err(refusal(403, &format!("Forbidden: Origin '{}' is not allowed", echo(origin))));
         }
-        // Anyone else who can reach the port: other users, other programs.
-        let Some(expected) = &self.token else { return Ok(()) };
-        match bearer_token(request) {
-            Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => Ok(()),
-            // RFC 6750, section 3: a `Bearer` challenge carries at least one parameter. The
-            // realm names what the token guards: here one token guards the whole server,
-            // so one fixed name, never the `Host` a client chose. No credentials get no
-            // error code (section 3.1); a wrong token is told so.
-            Some(_) => Err(refusal(401, "Unauthorized: wrong bearer token")
-                .with_header("WWW-Authenticate", r#"Bearer realm="mcp", error="invalid_token""#)),
-            None => Err(refusal(401, "Unauthorized: send `Authorization: Bearer <token>`")
-                .with_header("WWW-Authenticate", r#"Bearer realm="mcp""#)),
-        }
+        Ok(())
     }
 
     /// Is `host` (a `Host` header: name and optional port) one of our names? Any port

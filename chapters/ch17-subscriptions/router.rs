@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::completion::completion_complete;
+use crate::connect::{BANK_BALANCE, call_connect};
 use crate::http::{Request, Response};
 use crate::input_required::{AskingTool, MISSING_CLIENT_CAPABILITY, call_asking};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
@@ -133,7 +134,7 @@ fn route_modern(
         return Routed::Listen(id, params.cloned());
     }
     let outcome = match method {
-        "tools/call" => match tools_call(params, Era::Modern, None, catalog) {
+        "tools/call" => match tools_call(params, Era::Modern, request.and_then(|r| r.header("Host")), None, catalog) {
             Ok(ToolCall::Long(long)) => return Routed::Long(id, long),
             Ok(ToolCall::Done(result)) => Ok(result),
             Err(error) => Err(error),
@@ -201,7 +202,7 @@ fn route_handshake(message: Message, via: Via, catalog: &'static Catalog) -> Rou
         Message::Request { id, method, params } => {
             let session = session.as_ref();
             let result = match method.as_str() {
-                "tools/call" => match tools_call(params.as_ref(), Era::Handshake, session, catalog) {
+                "tools/call" => match tools_call(params.as_ref(), Era::Handshake, None, session, catalog) {
                     Ok(ToolCall::Long(long)) => return Routed::Long(id, long),
                     Ok(ToolCall::Done(result)) => Ok(result),
                     Err(error) => Err(error),
@@ -284,10 +285,12 @@ enum ToolCall {
 
 /// `tools/call`: find the tool by its name and check its arguments, once; then run a
 /// quick tool now, start a tool that works in steps as a long call, and in 2026-07-28
-/// let a tool that asks the client ask (input_required.rs).
+/// let a tool that asks the client ask (input_required.rs), or send the user to a URL
+/// (connect.rs: `host` is the `Host` an HTTP call came to, which the link names).
 fn tools_call(
     params: Option<&Value>,
     era: Era,
+    host: Option<&str>,
     session: Option<&Session>,
     catalog: &'static Catalog,
 ) -> Result<ToolCall, RpcError> {
@@ -298,6 +301,9 @@ fn tools_call(
     // Chapter 15: in 2026-07-28 a tool that asks the client answers through its own path.
     if era == Era::Modern && tool.name() == catalog.asking.name {
         return call_asking(params, &catalog.asking).map(ToolCall::Done);
+    }
+    if era == Era::Modern && tool.name() == BANK_BALANCE {
+        return call_connect(params, host).map(ToolCall::Done);
     }
     match tool.run {
         // Nobody hears how a quick call is going; its progress token must still be one.

@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use crate::authorization::{Authorization, Caller};
+use crate::connect::{CONNECT_PATH, connect_page};
 use crate::framing::{allows_event_stream, is_json, response_format};
 use crate::guard::Guard;
 use crate::http::{Request, Response};
@@ -29,6 +30,21 @@ pub fn handle(
     authorization: Option<&Authorization>,
     rate_limit: &RateLimit,
 ) -> Response {
+    // The consent pages (connect.rs) are for the user's browser, which carries no bearer
+    // token: the guard checks their `Host` and `Origin` only. Chapter 18: a link is its
+    // caller's, and the `POST` that connects must carry that caller's access token, the
+    // workbook's stand-in for the browser sign-in a real server would ask for.
+    if let Some(id) = request.path.strip_prefix(CONNECT_PATH) {
+        if let Err(refusal) = guard.admit_browser(request) {
+            return refusal;
+        }
+        let caller = match authorization.filter(|_| request.method == "POST").map(|a| a.caller(request)) {
+            Some(Ok(caller)) => caller.identity(),
+            Some(Err(refusal)) => return refusal,
+            None => None,
+        };
+        return connect_page(request, id, caller.as_deref());
+    }
     // Who is asking comes first: a request the guard refuses learns nothing else.
     if let Err(refusal) = guard.admit(request) {
         return refusal;

@@ -22,6 +22,7 @@
 //! - `prompts.rs` (chapter 12): `prompts/list`, `prompts/get`.
 //! - `completion.rs` (chapter 13): `completion/complete`.
 //! - `input_required.rs` (chapter 15): asking in 2026-07-28, `requestState`.
+//! - `connect.rs` (chapter 15): a step outside the client, at a URL: `/connect/ID`.
 //! - `sessions.rs` (chapter 16): sessions; who may be asked mid-call, and whose answer.
 //! - `subscriptions.rs` (chapter 17): subscriptions, told on the session's stream.
 //! - `listen.rs` (chapter 17): 2026-07-28's `subscriptions/listen`, told the same.
@@ -60,6 +61,7 @@ mod resources;
 mod prompts;
 mod completion;
 mod input_required;
+mod connect;
 mod sessions;
 mod subscriptions;
 mod listen;
@@ -72,6 +74,7 @@ mod endpoint;
 mod stdio;
 
 use authorization::{Authorization, READ_SCOPE, Scopes};
+use connect::BANK_BALANCE;
 use endpoint::handle;
 use guard::{Guard, TOKEN_VARIABLE};
 use input_required::AskingTool;
@@ -263,6 +266,23 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
             run: Run::Steps(approve_payroll),
         },
         // ANCHOR_END: approve_payroll_definition
+        // ANCHOR: bank_balance_definition
+        Tool {
+            definition: json!({
+                "name": BANK_BALANCE,
+                "title": "Payroll account balance",
+                "description": "Reads the current balance of the payroll bank account from the bank. The first \
+                    time, the user connects the account to this server on a web page the client opens for them. \
+                    Call it when the user asks what is in the payroll account or whether it covers the payroll.",
+                "inputSchema": { "type": "object", "additionalProperties": false },
+                "annotations": { "readOnlyHint": true, "openWorldHint": true },
+            }),
+            // In 2026-07-28 the call goes through connect.rs instead (router.rs says so).
+            run: Run::Quick(|_| {
+                ToolResult::error("bank_balance asks the user at a URL, which needs protocol revision 2026-07-28.")
+            }),
+        },
+        // ANCHOR_END: bank_balance_definition
     ];
     if demo_faults {
         tools.push(Tool {
@@ -946,6 +966,9 @@ struct Args {
     // How `requestState` is signed and kept (chapter 15): input_required.rs's flags.
     #[command(flatten)]
     state: input_required::StateFlags,
+    // How long a link to the consent page stays open (chapter 15, for tests): connect.rs's.
+    #[command(flatten)]
+    connect: connect::ConnectFlags,
     // How many sessions, and how long they last (chapter 16): sessions.rs's flags.
     #[command(flatten)]
     sessions: sessions::SessionFlags,
@@ -995,6 +1018,7 @@ fn main() -> std::io::Result<()> {
         store: args.store.store(args.state.max_used_states).map_err(std::io::Error::other)?,
     }));
     input_required::configure(&args.state, &catalog.store);
+    connect::configure(&args.connect);
     catalog.relay_changes();
     let rate_limit = RateLimit::new(args.max_calls_per_minute, &catalog.store);
     if args.stdio {

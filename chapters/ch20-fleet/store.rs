@@ -123,6 +123,56 @@ impl Store {
 }
 // ANCHOR_END: store
 
+// ANCHOR: links
+/// Chapter 15's links to its consent page, and who has connected (connect.rs), kept
+/// where every instance reaches them: a link made on one instance opens on another.
+/// `Ok(None)` in the process: connect.rs keeps them itself, as rate_limit.rs counts.
+/// `whose` is a tag of the caller, never the caller's name, in a key.
+impl Store {
+    /// `SET PREFIX:link:ID WHO PX ms`: open, and gone by itself when it expires.
+    pub fn open_link(&self, id: &str, who: &str, ttl: Duration) -> Result<Option<()>, StoreError> {
+        let Store::Redis(redis) = self else { return Ok(None) };
+        let (key, ms) = (redis.link_key(id), ttl.as_millis().max(1) as u64);
+        redis.command(|c| redis::cmd("SET").arg(&key).arg(who).arg("PX").arg(ms).query::<()>(c)).map(Some)
+    }
+
+    /// `GET PREFIX:link:ID` (`take`: `GETDEL`, used up in one step, whichever instance
+    /// asks first): whom the link connects, if it is open.
+    pub fn link(&self, id: &str, take: bool) -> Result<Option<Option<String>>, StoreError> {
+        let Store::Redis(redis) = self else { return Ok(None) };
+        if !(id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())) {
+            return Ok(Some(None)); // no id of ours: no key
+        }
+        let key = redis.link_key(id);
+        let who = redis.command(|c| redis::cmd(if take { "GETDEL" } else { "GET" }).arg(&key).query(c))?;
+        Ok(Some(who))
+    }
+
+    /// `DEL PREFIX:link:ID`: withdrawn.
+    pub fn withdraw_link(&self, id: &str) -> Result<Option<()>, StoreError> {
+        let Store::Redis(redis) = self else { return Ok(None) };
+        let key = redis.link_key(id);
+        redis.command(|c| redis::cmd("DEL").arg(&key).query::<()>(c)).map(Some)
+    }
+
+    /// `SET PREFIX:connected:WHOSE 1` (`connect`), or `EXISTS` of it: has `whose` connected?
+    pub fn connected(&self, whose: &str, connect: bool) -> Result<Option<bool>, StoreError> {
+        let Store::Redis(redis) = self else { return Ok(None) };
+        let key = format!("{}:connected:{whose}", redis.prefix);
+        if connect {
+            return redis.command(|c| redis::cmd("SET").arg(&key).arg(1).query::<()>(c)).map(|()| Some(true));
+        }
+        redis.command(|c| redis::cmd("EXISTS").arg(&key).query::<bool>(c)).map(Some)
+    }
+}
+
+impl Redis {
+    fn link_key(&self, id: &str) -> String {
+        format!("{}:link:{id}", self.prefix)
+    }
+}
+// ANCHOR_END: links
+
 /// The store did not answer (`unreachable`), or answered what this server never writes.
 #[derive(Debug)]
 pub struct StoreError {

@@ -51,6 +51,15 @@ capability, and NAME is called twice instead of once, its question answered firs
 once and end in a result without isError, and the two results must differ: the
 answer, not the call, decides what the tool did.
 
+With `--connect NAME` the tool NAME needs the user to take a step outside the client, at
+a URL (chapter 15: URL-mode elicitation, by `input_required` in 2026-07-28). NAME is
+called three times: the user first declines to open the link (the result must be
+isError); then the user "opens" it, as a browser would (a GET of the page, then the
+POST its button sends, with the page's own Origin), and accepts, and the SDK's retry must
+end in the result, without isError; then a third call must not ask at all. Where a run
+before this one has connected already (the same server, another mode), the first call
+is not asked either, and says so.
+
 With --resources every listed resource is read too, and must answer contents with
 text or a blob; the template list must not be empty. With --prompts every listed
 prompt is got, and must answer at least one message.
@@ -74,6 +83,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import urllib.parse
+import urllib.request
 from typing import Any
 
 import anyio
@@ -140,6 +151,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=[],
         metavar="NAME=JSON",
         help="this tool asks the user: answer accept with JSON as content, then decline (repeatable)",
+    )
+    p.add_argument(
+        "--connect",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="this tool sends the user to a URL: declined, then opened (GET, POST) and accepted, then not asked (repeatable)",
     )
     p.add_argument(
         "--subscribe",
@@ -270,7 +288,7 @@ async def run(ns: argparse.Namespace) -> int:
             read_timeout_seconds=ns.timeout,
             logging_callback=on_log,
             log_level="info",
-            elicitation_callback=user.answer if asks else None,
+            elicitation_callback=user.answer if asks or ns.connect else None,
             message_handler=on_message,
         ) as client:
             info = client.server_info
@@ -292,12 +310,15 @@ async def run(ns: argparse.Namespace) -> int:
             for name in sorted(set(asks) - listed):
                 print(f"FAIL {name}: named in --ask but not listed by the server")
                 failures += 1
+            for name in sorted(set(ns.connect) - listed):
+                print(f"FAIL {name}: named in --connect but not listed by the server")
+                failures += 1
             for name in sorted(set(ns.only) - listed):
                 print(f"FAIL {name}: named in --only but not listed by the server")
                 failures += 1
 
             for tool in tools:
-                if (ns.only and tool.name not in ns.only) or tool.name in asks:
+                if (ns.only and tool.name not in ns.only) or tool.name in asks or tool.name in ns.connect:
                     continue
                 args = arguments.get(tool.name, {})
                 try:
@@ -318,6 +339,9 @@ async def run(ns: argparse.Namespace) -> int:
             for name, content in asks.items():
                 if name in listed:
                     failures += await check_ask(client, name, arguments.get(name, {}), content, user)
+            for name in ns.connect:
+                if name in listed:
+                    failures += await check_connect(client, name, user)
             for name in ns.stream:
                 failures += await check_stream(client, name, logs)
             modern = client.protocol_version == "2026-07-28"
@@ -374,10 +398,63 @@ class Answers:
         self.action = "decline"
         self.content: dict[str, Any] | None = None
         self.questions: list[str] = []
+        # URL mode: the URLs asked to open, and whether the user opens one before accepting.
+        self.urls: list[str] = []
+        self.opens = False
 
     async def answer(self, context: Any, params: Any) -> Any:
         self.questions.append(params.message)
+        url = getattr(params, "url", None)
+        if getattr(params, "mode", None) == "url" and url:
+            self.urls.append(url)
+            if self.opens and self.action == "accept":
+                await anyio.to_thread.run_sync(open_as_a_browser, url)
+            return ElicitResult(action=self.action)
         return ElicitResult(action=self.action, content=self.content if self.action == "accept" else None)
+
+
+def open_as_a_browser(url: str) -> None:
+    """What the user does with the link: the page (GET), then its button (POST), from the
+    page's own origin, as a browser sends it. Either failing raises."""
+    parts = urllib.parse.urlsplit(url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=10) as page:
+        if page.status != 200 or b"<form" not in page.read():
+            raise RuntimeError(f"GET {url}: no page with a form")
+    button = urllib.request.Request(url, data=b"", method="POST", headers={"Origin": origin})
+    with urllib.request.urlopen(button, timeout=10) as done:
+        if done.status != 200:
+            raise RuntimeError(f"POST {url}: {done.status}")
+
+
+async def check_connect(client: Any, name: str, user: Answers) -> int:
+    """Call NAME: declined (isError), then the link opened and accepted (the result), then
+    not asked at all (the result again)."""
+    steps = (("decline", False, "asked once, isError"), ("accept", True, "asked once, opened, the result"),
+             ("accept", False, "not asked, the result"))
+    already = False
+    for i, (action, opens, wanted) in enumerate(steps):
+        user.action, user.opens, user.content, user.questions, user.urls = action, opens, None, [], []
+        if i == 1 and already:
+            continue
+        try:
+            result = await client.call_tool(name, {})
+        except Exception as exc:
+            print(f"FAIL connect {name} ({wanted}): {one_line(exc)}")
+            return 1
+        asked = len(user.questions)
+        if i == 0 and asked == 0 and not result.is_error:
+            already = True  # connected by an earlier run against the same server
+            print(f"ok   connect {name}: connected already, not asked: {summarize(result)}")
+            continue
+        fine = {0: asked == 1 and bool(result.is_error), 1: asked == 1 and not result.is_error,
+                2: asked == 0 and not result.is_error}[i]
+        if i < 2 and not all(u.startswith(("http://", "https://")) for u in user.urls):
+            fine = False
+        print(f"{'ok  ' if fine else 'FAIL'} connect {name} ({wanted}): urls {user.urls} {summarize(result)}")
+        if not fine:
+            return 1
+    return 0
 
 
 async def check_ask(client: Any, name: str, args: dict[str, Any], content: dict[str, Any], user: Answers) -> int:

@@ -1,0 +1,227 @@
+//! Connecting an account (chapter 15): a step the user takes outside the client, in a
+//! browser, asked for with a URL-mode elicitation (`2026-07-28/client/elicitation.mdx`,
+//! URL Mode Elicitation Requests).
+//!
+//! `bank_balance` reads the payroll bank account's balance, which needs the user to
+//! have connected that account to this server: the spec's "external (third-party)
+//! authorization". Nothing of it may pass through the client, so the call answers
+//! `input_required` with a link to the server's own consent page, `/connect/ID`. The
+//! user opens it in a browser and connects; the client retries the call, with the
+//! answer and the `requestState`, and learns the outcome from that retry: 2026-07-28
+//! has no completion notice.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::http::{Request, Response};
+use crate::input_required::{
+    ANYONE, MISSING_CLIENT_CAPABILITY, STATE_TTL_SECS, USED_STATES, now_secs, originating_call, sign_state,
+    state_refused, state_tag, verify_state,
+};
+use crate::jsonrpc::RpcError;
+use crate::mcp::{ToolResult, lock};
+use crate::modern::{CLIENT_CAPABILITIES_KEY, request_meta};
+
+// ANCHOR: connect
+/// The tool that needs the connected account.
+pub const BANK_BALANCE: &str = "bank_balance";
+/// The key of its one request in `inputRequests` and `inputResponses`.
+const CONNECT_KEY: &str = "connect";
+/// Where the consent pages are: `/connect/ID`, on the endpoint's own origin.
+pub const CONNECT_PATH: &str = "/connect/";
+/// How long a link may wait to be opened: a few minutes, then it answers 404.
+const LINK_TTL_SECS: u64 = 300;
+/// `--link-ttl-secs`, for tests: `LINK_TTL_SECS` unless given.
+static LINK_TTL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+/// The most links open at once: one more call that needs one is told to wait.
+const MAX_OPEN_LINKS: usize = 100;
+/// What the stand-in bank answers: a fixed figure.
+const BALANCE: &str = "The payroll account holds 48,250.00 (the stand-in bank's fixed figure).";
+
+/// The links open now and who has connected: the one thing this feature keeps. (A
+/// fleet of instances keeps it in a store they share, chapter 20.)
+pub static BANK: Mutex<Bank> = Mutex::new(Bank { links: BTreeMap::new(), connected: BTreeSet::new() });
+
+/// Open links, by id: when each expires, and whom it connects. And who is connected:
+/// each caller by its identity (the token's subject and client, chapter 18), or
+/// `anyone` on a server that asks for no token.
+pub struct Bank {
+    links: BTreeMap<String, (u64, String)>,
+    connected: BTreeSet<String>,
+}
+
+impl Bank {
+    /// Open the link `id` for `who`, unless `MAX_OPEN_LINKS` are open and unexpired.
+    fn open(&mut self, id: String, who: &str, now: u64) -> bool {
+        self.links.retain(|_, (expires, _)| *expires > now);
+        if self.links.len() >= MAX_OPEN_LINKS {
+            return false;
+        }
+        self.links.insert(id, (now + link_ttl(), who.to_string()));
+        true
+    }
+
+    /// The link `id`, if it is open and unexpired: whom it connects.
+    fn find(&self, id: &str, now: u64) -> Option<&str> {
+        self.links.get(id).filter(|(expires, _)| *expires > now).map(|(_, who)| who.as_str())
+    }
+}
+
+/// `tools/call` of `bank_balance` in 2026-07-28: the balance, when the caller has
+/// connected the account; else a link to connect it, or, on a retry, the outcome.
+/// `host` is the `Host` the call came to (the guard has checked it is one of ours);
+/// over stdio there is none. `caller` is who calls (chapter 18): the link is theirs.
+pub fn call_connect(params: Option<&Value>, host: Option<&str>, caller: Option<&str>) -> Result<Value, RpcError> {
+    let params = params.expect("the tool was found by the name they hold");
+    let who = caller.unwrap_or(ANYONE);
+    let call = originating_call(caller, BANK_BALANCE, params.get("arguments"));
+    if let Some(state) = params.get("requestState") {
+        // A retry: the state is checked and used up as `approve_payroll`'s is. Its
+        // number names the link it was issued with, which an answer withdraws. A retry
+        // that finds the account not connected yet asks again with a new link, and
+        // leaves the first open (the user may be on its page): both expire by themselves.
+        let state = state.as_str().ok_or_else(|| RpcError::invalid_params("`requestState` must be a string"))?;
+        let (number, expires) = verify_state(state, &call, now_secs())?;
+        lock(&USED_STATES).use_once(number, expires, now_secs()).map_err(state_refused)?;
+        let mut bank = lock(&BANK);
+        let action = params.pointer(&format!("/inputResponses/{CONNECT_KEY}/action")).and_then(Value::as_str);
+        match action {
+            Some("accept") if bank.connected.contains(who) => {
+                bank.links.remove(&link_id(number));
+                return Ok(ToolResult::text(BALANCE).into_json());
+            }
+            Some("decline" | "cancel") => {
+                bank.links.remove(&link_id(number));
+                let refused = "The user did not connect the payroll bank account, so its balance was not read. \
+                    Do not call bank_balance again unless the user asks to connect it.";
+                return Ok(ToolResult::error(refused).into_json());
+            }
+            // Accepted, but not connected yet (the page not opened, or not confirmed),
+            // or no answer: ask again.
+            _ => {}
+        }
+    } else if lock(&BANK).connected.contains(who) {
+        return Ok(ToolResult::text(BALANCE).into_json());
+    }
+    // Over stdio the server has no web address to send the user to.
+    let Some(host) = host else {
+        return Ok(ToolResult::error(
+            "bank_balance needs the payroll bank account connected, on a web page this server serves over HTTP; \
+             over stdio it has none. Run the server over HTTP to connect the account.",
+        )
+        .into_json());
+    };
+    // Ask only a client that takes URL mode (`2026-07-28/client/elicitation.mdx`,
+    // Capabilities): the same -32021 as `approve_payroll` gives a client without forms.
+    let elicitation = request_meta(Some(params))
+        .and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY))
+        .and_then(|capabilities| capabilities.get("elicitation"))
+        .and_then(Value::as_object);
+    if !elicitation.is_some_and(|modes| modes.contains_key("url")) {
+        return Err(RpcError {
+            code: MISSING_CLIENT_CAPABILITY,
+            message: format!(
+                "{BANK_BALANCE} asks the user to connect an account at a URL: the client must declare the elicitation capability, with url mode"
+            ),
+            data: Some(json!({ "requiredCapabilities": { "elicitation": { "url": {} } } })),
+        });
+    }
+    let state = sign_state(&call, now_secs() + STATE_TTL_SECS);
+    let number = state.split('.').nth(1).and_then(|n| n.parse().ok()).expect("v2.NUMBER.EXPIRES...");
+    let id = link_id(number);
+    if !lock(&BANK).open(id.clone(), who, now_secs()) {
+        return Ok(ToolResult::error(format!(
+            "Too many bank connections are waiting to be made; try again in {} minutes.",
+            link_ttl().div_ceil(60)
+        ))
+        .into_json());
+    }
+    Ok(json!({
+        "resultType": "input_required",
+        "inputRequests": { CONNECT_KEY: {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": "Connect the payroll bank account to this server, so that it can read the account's balance.",
+                "url": format!("http://{host}{CONNECT_PATH}{id}"),
+            },
+        }},
+        "requestState": state,
+    }))
+}
+
+/// How long a link stays open: `LINK_TTL_SECS`, or `--link-ttl-secs`.
+fn link_ttl() -> u64 {
+    LINK_TTL.get().copied().unwrap_or(LINK_TTL_SECS)
+}
+
+/// This piece's flags, which `main.rs` takes in with its own (`#[command(flatten)]`).
+#[derive(clap::Args)]
+pub struct ConnectFlags {
+    /// For tests: how long a link to the consent page stays open, in seconds
+    /// (`LINK_TTL_SECS` unless given), so that a test can see one expire.
+    #[arg(long, value_name = "SECS", hide = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub link_ttl_secs: Option<u64>,
+}
+
+/// Set up what the flags say, once, before any request.
+pub fn configure(flags: &ConnectFlags) {
+    if let Some(secs) = flags.link_ttl_secs {
+        LINK_TTL.set(secs).expect("set once, before any request");
+    }
+}
+
+/// The link issued with the state numbered `number`: 128 bits no one can guess or
+/// derive without the state key, and nothing about the user.
+fn link_id(number: u64) -> String {
+    format!("{}{}", state_tag(&format!("link {number} a")), state_tag(&format!("link {number} b")))
+}
+// ANCHOR_END: connect
+
+// ANCHOR: connect_page
+/// `/connect/ID`, in a browser: `GET` shows what would be connected, `POST` connects it
+/// and uses the link up. An unknown, used, withdrawn or expired link: the same 404.
+/// Chapter 18: `caller` is who the `POST`'s bearer token names; a link made for a
+/// caller connects only that caller, and to anyone else it is the same 404.
+pub fn connect_page(request: &Request, id: &str, caller: Option<&str>) -> Response {
+    if !["GET", "HEAD", "POST"].contains(&request.method.as_str()) {
+        return Response::empty(405).with_header("Allow", "GET, HEAD, POST");
+    }
+    let now = now_secs();
+    let mut bank = lock(&BANK);
+    let found = bank.find(id, now).filter(|who| request.method != "POST" || *who == ANYONE || Some(*who) == caller);
+    let Some(who) = found.map(str::to_string) else {
+        return page(404, "No such link", "<p>This link is unknown, used or expired. Ask your assistant again.</p>");
+    };
+    if request.method == "POST" {
+        bank.links.remove(id);
+        bank.connected.insert(who);
+        return page(
+            200,
+            "Connected",
+            "<p>The payroll bank account is connected. Go back to your MCP client: it learns this when it \
+             retries the call (nothing tells it sooner).</p>",
+        );
+    }
+    let form = format!(
+        "<p>Connect the <b>payroll bank account</b> (the stand-in bank) to this MCP server, so that it can \
+         read the account's balance for you? Nothing else is shared.</p>\
+         <form method=\"post\" action=\"{CONNECT_PATH}{id}\"><button>Connect</button></form>"
+    );
+    page(200, "Connect your bank account", &form)
+}
+
+/// A small HTML page that no other site may frame (a click on it is consent) and
+/// whose address, a capability, no link on it leaks as a `Referer`.
+fn page(status: u16, title: &str, body: &str) -> Response {
+    let html = format!("<!doctype html><meta charset=\"utf-8\"><title>{title}</title><h1>{title}</h1>{body}\n");
+    Response::empty(status)
+        .with_header("Content-Type", "text/html; charset=utf-8")
+        .with_header("Cache-Control", "no-store")
+        .with_header("Referrer-Policy", "no-referrer")
+        .with_header("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'")
+        .with_body(html.into_bytes())
+}
+// ANCHOR_END: connect_page
