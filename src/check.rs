@@ -141,7 +141,7 @@ pub fn run<'a>(transcript: &'a Transcript, address: SocketAddr, server: Option<&
         .iter()
         .map(|exchange| {
             let before = server.map_or(0, |s| s.stderr().len());
-            let outcome = replay::run_exchange(exchange, address, Strictness::Learner);
+            let outcome = replay::run_exchange(exchange, address, server, Strictness::Learner);
             let log = match server {
                 Some(server) if !outcome.passed() => log_since(server, before),
                 _ => String::new(),
@@ -282,6 +282,11 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
                 };
                 match &during.action {
                     Interruption::Close => say(&mut text, &format!("{after} closed its side and read on.")),
+                    Interruption::ToolsOff(names) => {
+                        let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+                        let who = after.replacen("the client", "the operator", 1);
+                        say(&mut text, &format!("{who} switched off the tools {names} and sent SIGHUP."));
+                    }
                     Interruption::Send { request, expected } => {
                         let body = request.body.lines().next().unwrap_or("");
                         say(&mut text, &format!("{after} sent, on a connection of its own:"));

@@ -95,6 +95,15 @@
 //!   HTTP/1.1 200 OK              (the GET's whole response)
 //!   ```
 //!   ````
+//! - An `<!-- operator: after N events, tools-off "NAME", then SIGHUP -->` line, among an
+//!   exchange's client lines and counted as they are, is the server's operator acting
+//!   while the response streams (chapter 17): once N events have come, the replay
+//!   writes the file the `console` block's `--tools-off tools-off.txt` names (a
+//!   placeholder: the replay gives each server a fresh empty file of its own) with the
+//!   names given, one a line (`tools-off none`: the file emptied, every tool on), sends
+//!   the server SIGHUP, and waits until the server has written `SIGHUP: reloaded` to
+//!   stderr (the base's `RELOADED`). Several names are written `"A" "B"`. It needs the
+//!   server the replay started: a `check --url` cannot run it.
 //! - `<!-- client: polls until the answer below -->` inside an HTTP exchange makes the
 //!   client send its request again, every `POLL_INTERVAL`, until the answer is the one
 //!   written, for at most `POLL_TIMEOUT` (`src/replay.rs`): a client polling a task whose
@@ -216,6 +225,9 @@ pub enum Interruption {
     Close,
     /// It sends `request` on a connection of its own, which must get `expected`.
     Send { request: HttpRequest, expected: HttpResponse },
+    /// The operator (not the client) switches off these tools, all others on, and
+    /// sends the server SIGHUP (`<!-- operator: ... -->`, chapter 17).
+    ToolsOff(Vec<String>),
 }
 
 /// A request sent byte for byte (a `raw` block).
@@ -349,6 +361,9 @@ enum Piece {
 
 const HINT_START: &str = "<!-- hint:";
 const CLIENT_START: &str = "<!-- client:";
+const OPERATOR_START: &str = "<!-- operator:";
+/// How an operator line's text is marked among the client lines it is ordered with.
+const OPERATOR_MARK: &str = "operator: ";
 const HINT_END: &str = "-->";
 
 fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
@@ -370,6 +385,12 @@ fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
                 message: format!("a client line is one line that ends with `{HINT_END}`"),
             })?;
             pieces.push(Piece::Client { text: text.trim().to_string(), line: index + 1 });
+        } else if let Some(operator) = line.trim().strip_prefix(OPERATOR_START) {
+            let text = operator.strip_suffix(HINT_END).ok_or_else(|| ParseError {
+                line: index + 1,
+                message: format!("an operator line is one line that ends with `{HINT_END}`"),
+            })?;
+            pieces.push(Piece::Client { text: format!("{OPERATOR_MARK}{}", text.trim()), line: index + 1 });
         } else if let Some(info) = line.strip_prefix("```") {
             let start = index + 1;
             let end = (start..lines.len())
@@ -585,6 +606,9 @@ struct Draft {
 /// `after 1 event, closes` or `after 2 events, sends the request below`. (The request
 /// itself is filled in from the exchange's blocks.)
 fn parse_client(text: &str, line: usize) -> Result<During, ParseError> {
+    if let Some(text) = text.strip_prefix(OPERATOR_MARK) {
+        return parse_operator(text, line);
+    }
     let wrong = || ParseError {
         line,
         message: format!(
@@ -604,6 +628,33 @@ fn parse_client(text: &str, line: usize) -> Result<During, ParseError> {
         _ => return Err(wrong()),
     };
     Ok(During { after_events, action })
+}
+
+/// `after 1 event, tools-off "run_payroll", then SIGHUP` (or `tools-off none`).
+fn parse_operator(text: &str, line: usize) -> Result<During, ParseError> {
+    let wrong = || ParseError {
+        line,
+        message: format!(
+            "an operator line says `after N event(s), tools-off \"NAME\" ..., then SIGHUP` (or `tools-off none`), \
+             not {text:?}"
+        ),
+    };
+    let rest = text.strip_prefix("after ").ok_or_else(wrong)?;
+    let (count, rest) = rest.split_once(' ').ok_or_else(wrong)?;
+    let after_events: usize = count.parse().map_err(|_| wrong())?;
+    let rest = rest.strip_prefix("events,").or_else(|| rest.strip_prefix("event,")).ok_or_else(wrong)?;
+    let names =
+        rest.trim().strip_prefix("tools-off ").and_then(|r| r.strip_suffix(", then SIGHUP")).ok_or_else(wrong)?;
+    let names = match names.trim() {
+        "none" => Vec::new(),
+        names => names
+            .split_whitespace()
+            .map(|name| name.strip_prefix('"').and_then(|n| n.strip_suffix('"')).map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .filter(|names| !names.is_empty())
+            .ok_or_else(wrong)?,
+    };
+    Ok(During { after_events, action: Interruption::ToolsOff(names) })
 }
 
 /// `after 1 line, writes the lines below`: how many lines the server writes first.
@@ -998,6 +1049,24 @@ mod tests {
         assert!(parse(lonely).is_err());
     }
 
+    /// An operator line: tools switched off, then SIGHUP, ordered among the client lines.
+    #[test]
+    fn an_operator_switches_tools_off_during_a_stream() {
+        let text = "### Off\n\n<!-- operator: after 0 events, tools-off \"a\" \"b\", then SIGHUP -->\n\
+                    <!-- operator: after 0 events, tools-off none, then SIGHUP -->\n\
+                    <!-- client: after 1 event, closes -->\n\n```http\nGET /mcp HTTP/1.1\n```\n\n\
+                    ```http\nHTTP/1.1 200 OK\n```\n";
+        let during = &parse(text).unwrap().exchanges[0].during;
+        let names = |names: &[&str]| Interruption::ToolsOff(names.iter().map(|n| n.to_string()).collect());
+        assert_eq!(during[0].action, names(&["a", "b"]));
+        assert_eq!(during[1].action, names(&[]));
+        assert_eq!((during[2].after_events, &during[2].action), (1, &Interruption::Close));
+        for wrong in ["tools-off a, then SIGHUP", "tools-off \"a\"", "tools-off , then SIGHUP"] {
+            let text = text.replace("tools-off none, then SIGHUP", wrong);
+            assert!(parse(&text).is_err(), "{wrong}");
+        }
+    }
+
     /// An exchange whose client acts twice while the answer streams: a request, then a
     /// half-close; and one that sends twice, each request with its answer.
     #[test]
@@ -1023,7 +1092,7 @@ mod tests {
                 Interruption::Send { request, expected } => {
                     (during.after_events, request.method.as_str(), expected.status)
                 }
-                Interruption::Close => panic!("both lines send"),
+                Interruption::Close | Interruption::ToolsOff(_) => panic!("both lines send"),
             })
             .collect();
         assert_eq!(sent, [(0, "POST", 200), (1, "DELETE", 204)]);

@@ -69,8 +69,10 @@ fn run_stdio_within(
     later: Vec<(usize, Vec<u8>)>,
     timeout: Duration,
 ) -> io::Result<StdioRun> {
+    // A `--tools-off` placeholder (chapter 17) names a fresh empty file of this run's own.
+    let (args, _tools_off) = super::server::own_tools_off(args)?;
     let mut child = Command::new(program)
-        .args(args)
+        .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
