@@ -968,9 +968,7 @@ fn main() -> std::io::Result<()> {
         listeners: Listeners::new(args.streams.max_streams, args.streams.max_subscriptions),
         tools_off: tools_off::ToolsOff::new(&args.tools_off),
     }));
-    // Chapter 17: the tools switched off, read now and again on each SIGHUP.
-    catalog.reload_tools_off();
-    http::reload_on_sighup(|| catalog.reload_tools_off())?;
+    catalog.watch_tools_off()?;
     let rate_limit = RateLimit::new(args.max_calls_per_minute);
     if args.stdio {
         return serve_stdio(catalog, &rate_limit);

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::completion::completion_complete;
-use crate::http::{Request, Response};
+use crate::http::{Request, Response, reload_on_sighup};
 use crate::input_required::{AskingTool, MISSING_CLIENT_CAPABILITY, call_asking};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
 use crate::listen::{Listeners, Listening};
@@ -53,9 +53,16 @@ impl Catalog {
         Server { info: &self.info, calls: &self.calls, sessions: &self.sessions, listeners: &self.listeners }
     }
 
-    /// Read `--tools-off`'s file again (at start, and on SIGHUP: `main`), and when the
-    /// tools switched off are not the ones they were, tell every client listening.
-    pub fn reload_tools_off(&self) {
+    /// Chapter 17: read `--tools-off`'s file now, and again on each SIGHUP (`main` calls
+    /// it once the catalog is built).
+    pub fn watch_tools_off(&'static self) -> std::io::Result<()> {
+        self.reload_tools_off();
+        reload_on_sighup(|| self.reload_tools_off())
+    }
+
+    /// Read `--tools-off`'s file again, and when the tools switched off are not the ones
+    /// they were, tell every client listening.
+    fn reload_tools_off(&self) {
         let names: Vec<String> = self.tools.iter().map(|tool| tool.name().to_string()).collect();
         if self.tools_off.reload(&names) {
             tools_list_changed(&self.sessions, &self.listeners);
