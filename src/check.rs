@@ -323,6 +323,18 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
             for (turn, then) in exchange.then.iter().enumerate() {
                 let lines = if then.after_lines == 1 { "line" } else { "lines" };
                 let last = if turn + 1 == exchange.then.len() { ", then closed it" } else { "" };
+                if let Some(names) = &then.tools_off {
+                    let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+                    let (after, last) =
+                        (then.after_lines, if last.is_empty() { "" } else { "; then you closed stdin" });
+                    say(
+                        &mut text,
+                        &format!(
+                            "Once it had written {after} {lines}, the operator switched off the tools {names} and sent SIGHUP{last}."
+                        ),
+                    );
+                    continue;
+                }
                 say(&mut text, &format!("and, once it had written {} {lines}, this{last}:", then.after_lines));
                 for line in &then.input {
                     say(&mut text, &format!("  {line}"));

@@ -158,6 +158,9 @@
 //!   block of its own, written once the server has written its N lines (counted from
 //!   the start, N never smaller than the line before's): `k` lines, `k + 1` `stdin`
 //!   blocks, then the `stdout` block.
+//! - The operator acts on a stdio server too: `<!-- operator: after N lines, tools-off
+//!   "NAME", then SIGHUP -->` among the client lines, once the server has written N
+//!   lines, as over HTTP; it takes no `stdin` block.
 
 use std::fmt;
 
@@ -266,6 +269,9 @@ pub struct StdioThen {
     pub after_lines: usize,
     /// The second `stdin` block's lines, each written followed by `\n`.
     pub input: Vec<String>,
+    /// An operator line instead (chapter 17): these tools switched off, then SIGHUP;
+    /// `input` is empty.
+    pub tools_off: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -429,9 +435,14 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
         let infos: Vec<&str> = blocks.iter().map(|b| b.info.as_str()).collect();
         let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
         // A stdio client's line names lines, not events; it needs two `stdin` blocks.
-        let writes_later = clients.iter().any(|(text, _)| text.ends_with("writes the lines below"));
+        // An operator's line over stdio names lines too, and takes no block.
+        let operates_on_stdio = |text: &str| {
+            text.strip_prefix(OPERATOR_MARK).is_some_and(|text| text.contains(" line,") || text.contains(" lines,"))
+        };
+        let writes_later =
+            clients.iter().any(|(text, _)| text.ends_with("writes the lines below") || operates_on_stdio(text));
         if writes_later {
-            let turns = clients.len();
+            let turns = clients.iter().filter(|(text, _)| !operates_on_stdio(text)).count();
             let shape = infos.len() == turns + 2
                 && infos[..=turns].iter().all(|info| *info == "stdin")
                 && infos[turns + 1] == "stdout";
@@ -446,15 +457,22 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                 });
             };
             let mut then = Vec::new();
-            for ((text, at), block) in clients.iter().zip(rest) {
-                let after_lines = parse_stdio_client(text, *at)?;
-                if then.last().is_some_and(|before: &StdioThen| after_lines < before.after_lines) {
+            let mut rest = rest.iter();
+            for (text, at) in &clients {
+                let turn = if operates_on_stdio(text) {
+                    let (after_lines, names) = parse_stdio_operator(&text[OPERATOR_MARK.len()..], *at)?;
+                    StdioThen { after_lines, input: Vec::new(), tools_off: Some(names) }
+                } else {
+                    let block = rest.next().expect("a stdin block per writing line: the shape says so");
+                    StdioThen { after_lines: parse_stdio_client(text, *at)?, input: owned(block), tools_off: None }
+                };
+                if then.last().is_some_and(|before: &StdioThen| turn.after_lines < before.after_lines) {
                     return Err(ParseError {
                         line: *at,
                         message: "the client lines go in order of their lines".into(),
                     });
                 }
-                then.push(StdioThen { after_lines, input: owned(block) });
+                then.push(turn);
             }
             let (input, expected) = (owned(first), owned(&blocks[turns + 1]));
             stdio.push(StdioExchange { title, line, hint, input, raw: None, expected, then });
@@ -628,6 +646,14 @@ fn parse_client(text: &str, line: usize) -> Result<During, ParseError> {
         _ => return Err(wrong()),
     };
     Ok(During { after_events, action })
+}
+
+/// `after 2 lines, tools-off "run_payroll", then SIGHUP`: an operator over stdio.
+fn parse_stdio_operator(text: &str, line: usize) -> Result<(usize, Vec<String>), ParseError> {
+    let as_events = text.replacen(" lines,", " events,", 1).replacen(" line,", " event,", 1);
+    let During { after_events, action } = parse_operator(&as_events, line)?;
+    let Interruption::ToolsOff(names) = action else { unreachable!("an operator line switches tools off") };
+    Ok((after_events, names))
 }
 
 /// `after 1 event, tools-off "run_payroll", then SIGHUP` (or `tools-off none`).
@@ -1028,7 +1054,7 @@ mod tests {
                     ```stdin\na\nb\n```\n\n```stdin\nc\n```\n\n```stdout\nx\ny\nz\n```\n";
         let exchange = &parse(text).unwrap().stdio[0];
         assert_eq!(exchange.bytes(), b"a\nb\n");
-        assert_eq!(exchange.then, [StdioThen { after_lines: 2, input: vec!["c".into()] }]);
+        assert_eq!(exchange.then, [StdioThen { after_lines: 2, input: vec!["c".into()], tools_off: None }]);
         assert_eq!(exchange.all_input(), ["a", "b", "c"]);
         // Three turns: two lines, three stdin blocks.
         let text = "### Asked twice\n\n<!-- client: after 1 line, writes the lines below -->\n\
@@ -1065,6 +1091,13 @@ mod tests {
             let text = text.replace("tools-off none, then SIGHUP", wrong);
             assert!(parse(&text).is_err(), "{wrong}");
         }
+        // Over stdio it counts lines, and takes no stdin block of its own.
+        let stdio = "### Off\n\n<!-- operator: after 1 line, tools-off \"a\", then SIGHUP -->\n\
+                     <!-- client: after 2 lines, writes the lines below -->\n\n```stdin\nx\n```\n\n\
+                     ```stdin\ny\n```\n\n```stdout\n```\n";
+        let then = &parse(stdio).unwrap().stdio[0].then;
+        assert_eq!(then[0], StdioThen { after_lines: 1, input: Vec::new(), tools_off: Some(vec!["a".into()]) });
+        assert_eq!(then[1], StdioThen { after_lines: 2, input: vec!["y".into()], tools_off: None });
     }
 
     /// An exchange whose client acts twice while the answer streams: a request, then a

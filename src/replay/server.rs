@@ -38,7 +38,7 @@ pub struct RunningServer {
 pub const TRANSCRIPT_TOOLS_OFF: &str = "tools-off.txt";
 
 /// A server's own `--tools-off` file, removed when dropped.
-pub(super) struct ToolsOffFile(PathBuf);
+pub(super) struct ToolsOffFile(pub(super) PathBuf);
 
 impl ToolsOffFile {
     /// A fresh, empty file in the system's temporary directory.
@@ -150,9 +150,7 @@ impl RunningServer {
 
     /// Send the server the signal `name` (`TERM`, `INT`: Ctrl-C), as `kill -NAME` does.
     pub fn signal(&self, name: &str) -> io::Result<()> {
-        let pid = self.pid().to_string();
-        let status = Command::new("kill").args([&format!("-{name}"), &pid]).status()?;
-        status.success().then_some(()).ok_or_else(|| io::Error::other(format!("kill -{name} {pid}: {status}")))
+        kill(self.pid(), name)
     }
 
     /// The operator switches off the tools `names` (none: every tool on): writes them to
@@ -164,22 +162,7 @@ impl RunningServer {
                 "an operator line needs the server started with `--tools-off {TRANSCRIPT_TOOLS_OFF}`"
             )));
         };
-        let text: String = names.iter().map(|name| format!("{name}\n")).collect();
-        std::fs::write(&file.0, text)?;
-        let reloads = || self.stderr().lines().filter(|line| *line == crate::http::RELOADED).count();
-        let before = reloads();
-        self.signal("HUP")?;
-        let deadline = Instant::now() + TIMEOUT;
-        while reloads() == before {
-            if Instant::now() > deadline {
-                return Err(io::Error::other(format!(
-                    "no `{}` on stderr within {TIMEOUT:?} of SIGHUP",
-                    crate::http::RELOADED
-                )));
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
-        Ok(())
+        operate(&file.0, self.pid(), names, || reloads(&self.stderr()))
     }
 
     /// Wait until the process ends, for `timeout` at most: its exit status, or `None`
@@ -212,6 +195,36 @@ fn own_redis(args: &[String]) -> io::Result<(Vec<String>, Option<RedisServer>)> 
     let redis = RedisServer::start().map_err(io::Error::other)?;
     args[flag + 1] = redis.url();
     Ok((args, Some(redis)))
+}
+
+/// `kill -NAME PID`.
+fn kill(pid: u32, name: &str) -> io::Result<()> {
+    let status = Command::new("kill").args([&format!("-{name}"), &pid.to_string()]).status()?;
+    status.success().then_some(()).ok_or_else(|| io::Error::other(format!("kill -{name} {pid}: {status}")))
+}
+
+/// How many times a server's stderr says it has reloaded (`http::RELOADED`).
+pub(super) fn reloads(stderr: &str) -> usize {
+    stderr.lines().filter(|line| *line == crate::http::RELOADED).count()
+}
+
+/// The operator's step on the server `pid` (over HTTP or stdio): `names` into its
+/// `--tools-off` file, one a line, then SIGHUP; then wait until `reloads` (what its
+/// stderr says) has grown, for [`TIMEOUT`] at most.
+pub(super) fn operate(file: &Path, pid: u32, names: &[String], reloads: impl Fn() -> usize) -> io::Result<()> {
+    let text: String = names.iter().map(|name| format!("{name}\n")).collect();
+    std::fs::write(file, text)?;
+    let before = reloads();
+    kill(pid, "HUP")?;
+    let deadline = Instant::now() + TIMEOUT;
+    while reloads() == before {
+        if Instant::now() > deadline {
+            let said = crate::http::RELOADED;
+            return Err(io::Error::other(format!("no `{said}` on stderr within {TIMEOUT:?} of SIGHUP")));
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
 }
 
 /// `args`, with a `--tools-off` of [`TRANSCRIPT_TOOLS_OFF`] swapped for a fresh file of
