@@ -141,7 +141,7 @@ pub fn run<'a>(transcript: &'a Transcript, address: SocketAddr, server: Option<&
         .iter()
         .map(|exchange| {
             let before = server.map_or(0, |s| s.stderr().len());
-            let outcome = replay::run_exchange(exchange, address, Strictness::Learner);
+            let outcome = replay::run_exchange(exchange, address, server, Strictness::Learner);
             let log = match server {
                 Some(server) if !outcome.passed() => log_since(server, before),
                 _ => String::new(),
@@ -282,6 +282,11 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
                 };
                 match &during.action {
                     Interruption::Close => say(&mut text, &format!("{after} closed its side and read on.")),
+                    Interruption::ToolsOff(names) => {
+                        let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+                        let who = after.replacen("the client", "the operator", 1);
+                        say(&mut text, &format!("{who} switched off the tools {names} and sent SIGHUP."));
+                    }
                     Interruption::Send { request, expected } => {
                         let body = request.body.lines().next().unwrap_or("");
                         say(&mut text, &format!("{after} sent, on a connection of its own:"));
@@ -318,6 +323,18 @@ fn explain_failure(checked: &Checked, target: &Target) -> String {
             for (turn, then) in exchange.then.iter().enumerate() {
                 let lines = if then.after_lines == 1 { "line" } else { "lines" };
                 let last = if turn + 1 == exchange.then.len() { ", then closed it" } else { "" };
+                if let Some(names) = &then.tools_off {
+                    let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+                    let (after, last) =
+                        (then.after_lines, if last.is_empty() { "" } else { "; then you closed stdin" });
+                    say(
+                        &mut text,
+                        &format!(
+                            "Once it had written {after} {lines}, the operator switched off the tools {names} and sent SIGHUP{last}."
+                        ),
+                    );
+                    continue;
+                }
                 say(&mut text, &format!("and, once it had written {} {lines}, this{last}:", then.after_lines));
                 for line in &then.input {
                     say(&mut text, &format!("  {line}"));

@@ -358,6 +358,51 @@ unsafe extern "C" {
     fn signal(signal: i32, handler: usize) -> usize;
 }
 
+/// Counted by the SIGHUP handler: how many SIGHUPs have come. A count, not a flag: the
+/// reload thread sees that more came while it was reloading, and reloads again.
+static HANGUPS: AtomicU64 = AtomicU64::new(0);
+
+/// What the base writes to stderr each time a reload (SIGHUP) has run: a script (and
+/// the replay's operator, `src/replay/server.rs`) waits for this line before it goes on.
+pub const RELOADED: &str = "SIGHUP: reloaded";
+
+const SIGHUP: i32 = 1;
+
+/// Have SIGHUP run `reload` instead of ending the process (its default action), as nginx
+/// and sshd reread their configuration on it (chapter 17's `--tools-off`). Opt-in: a
+/// chapter that never calls it keeps SIGHUP's default. It works over stdio as over HTTP
+/// (it does not need [`serve`]), unless the process was started with SIGHUP ignored
+/// (`nohup`), which stays ignored. The handler only counts; `reload` runs on a thread of
+/// its own, which looks every [`SIGNAL_CHECK_INTERVAL`], once for any number of SIGHUPs
+/// come since it last looked, and then writes [`RELOADED`] to stderr.
+#[allow(dead_code)] // a chapter without a reload has no use for it
+pub fn reload_on_sighup(reload: impl Fn() + Send + 'static) -> io::Result<()> {
+    extern "C" fn on_hangup(_signal: i32) {
+        HANGUPS.fetch_add(1, Ordering::SeqCst);
+    }
+    let handler: extern "C" fn(i32) = on_hangup;
+    // SAFETY: as in `drain_on_signals`: a handler that only adds to an atomic.
+    unsafe {
+        if signal(SIGHUP, handler as usize) == SIG_IGN {
+            signal(SIGHUP, SIG_IGN);
+            return Ok(());
+        }
+    }
+    thread::Builder::new().name("reload".into()).spawn(move || {
+        let mut seen = 0;
+        loop {
+            thread::sleep(SIGNAL_CHECK_INTERVAL);
+            let now = HANGUPS.load(Ordering::SeqCst);
+            if now != seen {
+                seen = now;
+                reload();
+                eprintln!("{RELOADED}");
+            }
+        }
+    })?;
+    Ok(())
+}
+
 /// Start the thread that turns a signal into a drain. The accept loop sleeps in
 /// `accept`, which a signal does not end (the standard library tries again), so the
 /// watcher wakes it with a connection of its own, again each time it looks, until the

@@ -252,7 +252,7 @@ fn bless(chapter: &Chapter) -> Result<bool, String> {
         for exchange in &transcript.exchanges {
             // A polling exchange polls until its answer is the one written, or gives up:
             // what it got last is recorded.
-            let actual = replay::run_exchange(exchange, server.address, replay::Strictness::Exact)
+            let actual = replay::run_exchange(exchange, server.address, Some(&server), replay::Strictness::Exact)
                 .actual
                 .map_err(|e| format!("{:?}: no response: {e}", exchange.title))?;
             recorded.push(replay::as_recorded(&actual, &exchange.expected));

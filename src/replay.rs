@@ -33,13 +33,13 @@ mod show;
 mod stdio;
 
 pub use client::{
-    ResponseHead, SIDE_ANSWER_DIFFERS, STILL_OPEN, open, parse_response, read_body, read_chunk, read_head,
-    read_response, send, send_exchange, send_interrupted, send_raw,
+    OPERATOR_NEEDS_THE_PROCESS, ResponseHead, SIDE_ANSWER_DIFFERS, STILL_OPEN, open, parse_response, read_body,
+    read_chunk, read_head, read_response, send, send_exchange, send_interrupted, send_raw,
 };
 pub use compare::{Mismatch, Note, NoteKind, compare, compare_answer, compare_with, optional_member};
 pub use events::{Event, events};
 pub use redis::{RedisServer, TRANSCRIPT_REDIS, free_port};
-pub use server::{RunningServer, address_of_url};
+pub use server::{RunningServer, TRANSCRIPT_TOOLS_OFF, address_of_url};
 pub use show::{
     Line, as_recorded, diff_steps, line_diff, pretty_json, shown_like, shown_lines, shown_stdio, shown_stdio_lines,
 };
@@ -124,18 +124,26 @@ impl Outcome<'_> {
     }
 }
 
-/// Send every exchange of `transcript` to `address`, in order, and compare exactly.
-pub fn replay(transcript: &Transcript, address: SocketAddr) -> Vec<Outcome<'_>> {
-    transcript.exchanges.iter().map(|exchange| run_exchange(exchange, address, Strictness::Exact)).collect()
+/// Send every exchange of `transcript` to `server`, in order, and compare exactly.
+pub fn replay<'a>(transcript: &'a Transcript, server: &RunningServer) -> Vec<Outcome<'a>> {
+    let exchanges = transcript.exchanges.iter();
+    exchanges.map(|exchange| run_exchange(exchange, server.address, Some(server), Strictness::Exact)).collect()
 }
 
 /// Send one exchange's request to `address` and compare the answer with `strictness`.
+/// `server`: the process at `address`, when the replay started it (an operator line
+/// acts on it); `None` for a server at a URL.
 /// An exchange that polls ([`Exchange::polls`]) sends it again, every `POLL_INTERVAL`,
 /// until the answer matches or `POLL_TIMEOUT` has passed: the last answer counts.
-pub fn run_exchange(exchange: &Exchange, address: SocketAddr, strictness: Strictness) -> Outcome<'_> {
+pub fn run_exchange<'a>(
+    exchange: &'a Exchange,
+    address: SocketAddr,
+    server: Option<&RunningServer>,
+    strictness: Strictness,
+) -> Outcome<'a> {
     let give_up = Instant::now() + POLL_TIMEOUT;
     loop {
-        let outcome = match send_exchange(address, exchange) {
+        let outcome = match send_exchange(address, exchange, server) {
             Ok(actual) => {
                 let (mismatches, notes) =
                     compare_answer(&exchange.request.body, &exchange.expected, &actual, strictness);

@@ -95,6 +95,15 @@
 //!   HTTP/1.1 200 OK              (the GET's whole response)
 //!   ```
 //!   ````
+//! - An `<!-- operator: after N events, tools-off "NAME", then SIGHUP -->` line, among an
+//!   exchange's client lines and counted as they are, is the server's operator acting
+//!   while the response streams (chapter 17): once N events have come, the replay
+//!   writes the file the `console` block's `--tools-off tools-off.txt` names (a
+//!   placeholder: the replay gives each server a fresh empty file of its own) with the
+//!   names given, one a line (`tools-off none`: the file emptied, every tool on), sends
+//!   the server SIGHUP, and waits until the server has written `SIGHUP: reloaded` to
+//!   stderr (the base's `RELOADED`). Several names are written `"A" "B"`. It needs the
+//!   server the replay started: a `check --url` cannot run it.
 //! - `<!-- client: polls until the answer below -->` inside an HTTP exchange makes the
 //!   client send its request again, every `POLL_INTERVAL`, until the answer is the one
 //!   written, for at most `POLL_TIMEOUT` (`src/replay.rs`): a client polling a task whose
@@ -149,6 +158,9 @@
 //!   block of its own, written once the server has written its N lines (counted from
 //!   the start, N never smaller than the line before's): `k` lines, `k + 1` `stdin`
 //!   blocks, then the `stdout` block.
+//! - The operator acts on a stdio server too: `<!-- operator: after N lines, tools-off
+//!   "NAME", then SIGHUP -->` among the client lines, once the server has written N
+//!   lines, as over HTTP; it takes no `stdin` block.
 
 use std::fmt;
 
@@ -216,6 +228,9 @@ pub enum Interruption {
     Close,
     /// It sends `request` on a connection of its own, which must get `expected`.
     Send { request: HttpRequest, expected: HttpResponse },
+    /// The operator (not the client) switches off these tools, all others on, and
+    /// sends the server SIGHUP (`<!-- operator: ... -->`, chapter 17).
+    ToolsOff(Vec<String>),
 }
 
 /// A request sent byte for byte (a `raw` block).
@@ -254,6 +269,9 @@ pub struct StdioThen {
     pub after_lines: usize,
     /// The second `stdin` block's lines, each written followed by `\n`.
     pub input: Vec<String>,
+    /// An operator line instead (chapter 17): these tools switched off, then SIGHUP;
+    /// `input` is empty.
+    pub tools_off: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -349,6 +367,9 @@ enum Piece {
 
 const HINT_START: &str = "<!-- hint:";
 const CLIENT_START: &str = "<!-- client:";
+const OPERATOR_START: &str = "<!-- operator:";
+/// How an operator line's text is marked among the client lines it is ordered with.
+const OPERATOR_MARK: &str = "operator: ";
 const HINT_END: &str = "-->";
 
 fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
@@ -370,6 +391,12 @@ fn pieces(lines: &[&str]) -> Result<Vec<Piece>, ParseError> {
                 message: format!("a client line is one line that ends with `{HINT_END}`"),
             })?;
             pieces.push(Piece::Client { text: text.trim().to_string(), line: index + 1 });
+        } else if let Some(operator) = line.trim().strip_prefix(OPERATOR_START) {
+            let text = operator.strip_suffix(HINT_END).ok_or_else(|| ParseError {
+                line: index + 1,
+                message: format!("an operator line is one line that ends with `{HINT_END}`"),
+            })?;
+            pieces.push(Piece::Client { text: format!("{OPERATOR_MARK}{}", text.trim()), line: index + 1 });
         } else if let Some(info) = line.strip_prefix("```") {
             let start = index + 1;
             let end = (start..lines.len())
@@ -408,9 +435,14 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
         let infos: Vec<&str> = blocks.iter().map(|b| b.info.as_str()).collect();
         let owned = |block: &Block| lines[block.content.clone()].iter().map(|l| l.to_string()).collect();
         // A stdio client's line names lines, not events; it needs two `stdin` blocks.
-        let writes_later = clients.iter().any(|(text, _)| text.ends_with("writes the lines below"));
+        // An operator's line over stdio names lines too, and takes no block.
+        let operates_on_stdio = |text: &str| {
+            text.strip_prefix(OPERATOR_MARK).is_some_and(|text| text.contains(" line,") || text.contains(" lines,"))
+        };
+        let writes_later =
+            clients.iter().any(|(text, _)| text.ends_with("writes the lines below") || operates_on_stdio(text));
         if writes_later {
-            let turns = clients.len();
+            let turns = clients.iter().filter(|(text, _)| !operates_on_stdio(text)).count();
             let shape = infos.len() == turns + 2
                 && infos[..=turns].iter().all(|info| *info == "stdin")
                 && infos[turns + 1] == "stdout";
@@ -425,15 +457,22 @@ pub fn parse(text: &str) -> Result<Transcript, ParseError> {
                 });
             };
             let mut then = Vec::new();
-            for ((text, at), block) in clients.iter().zip(rest) {
-                let after_lines = parse_stdio_client(text, *at)?;
-                if then.last().is_some_and(|before: &StdioThen| after_lines < before.after_lines) {
+            let mut rest = rest.iter();
+            for (text, at) in &clients {
+                let turn = if operates_on_stdio(text) {
+                    let (after_lines, names) = parse_stdio_operator(&text[OPERATOR_MARK.len()..], *at)?;
+                    StdioThen { after_lines, input: Vec::new(), tools_off: Some(names) }
+                } else {
+                    let block = rest.next().expect("a stdin block per writing line: the shape says so");
+                    StdioThen { after_lines: parse_stdio_client(text, *at)?, input: owned(block), tools_off: None }
+                };
+                if then.last().is_some_and(|before: &StdioThen| turn.after_lines < before.after_lines) {
                     return Err(ParseError {
                         line: *at,
                         message: "the client lines go in order of their lines".into(),
                     });
                 }
-                then.push(StdioThen { after_lines, input: owned(block) });
+                then.push(turn);
             }
             let (input, expected) = (owned(first), owned(&blocks[turns + 1]));
             stdio.push(StdioExchange { title, line, hint, input, raw: None, expected, then });
@@ -585,6 +624,9 @@ struct Draft {
 /// `after 1 event, closes` or `after 2 events, sends the request below`. (The request
 /// itself is filled in from the exchange's blocks.)
 fn parse_client(text: &str, line: usize) -> Result<During, ParseError> {
+    if let Some(text) = text.strip_prefix(OPERATOR_MARK) {
+        return parse_operator(text, line);
+    }
     let wrong = || ParseError {
         line,
         message: format!(
@@ -604,6 +646,41 @@ fn parse_client(text: &str, line: usize) -> Result<During, ParseError> {
         _ => return Err(wrong()),
     };
     Ok(During { after_events, action })
+}
+
+/// `after 2 lines, tools-off "run_payroll", then SIGHUP`: an operator over stdio.
+fn parse_stdio_operator(text: &str, line: usize) -> Result<(usize, Vec<String>), ParseError> {
+    let as_events = text.replacen(" lines,", " events,", 1).replacen(" line,", " event,", 1);
+    let During { after_events, action } = parse_operator(&as_events, line)?;
+    let Interruption::ToolsOff(names) = action else { unreachable!("an operator line switches tools off") };
+    Ok((after_events, names))
+}
+
+/// `after 1 event, tools-off "run_payroll", then SIGHUP` (or `tools-off none`).
+fn parse_operator(text: &str, line: usize) -> Result<During, ParseError> {
+    let wrong = || ParseError {
+        line,
+        message: format!(
+            "an operator line says `after N event(s), tools-off \"NAME\" ..., then SIGHUP` (or `tools-off none`), \
+             not {text:?}"
+        ),
+    };
+    let rest = text.strip_prefix("after ").ok_or_else(wrong)?;
+    let (count, rest) = rest.split_once(' ').ok_or_else(wrong)?;
+    let after_events: usize = count.parse().map_err(|_| wrong())?;
+    let rest = rest.strip_prefix("events,").or_else(|| rest.strip_prefix("event,")).ok_or_else(wrong)?;
+    let names =
+        rest.trim().strip_prefix("tools-off ").and_then(|r| r.strip_suffix(", then SIGHUP")).ok_or_else(wrong)?;
+    let names = match names.trim() {
+        "none" => Vec::new(),
+        names => names
+            .split_whitespace()
+            .map(|name| name.strip_prefix('"').and_then(|n| n.strip_suffix('"')).map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .filter(|names| !names.is_empty())
+            .ok_or_else(wrong)?,
+    };
+    Ok(During { after_events, action: Interruption::ToolsOff(names) })
 }
 
 /// `after 1 line, writes the lines below`: how many lines the server writes first.
@@ -977,7 +1054,7 @@ mod tests {
                     ```stdin\na\nb\n```\n\n```stdin\nc\n```\n\n```stdout\nx\ny\nz\n```\n";
         let exchange = &parse(text).unwrap().stdio[0];
         assert_eq!(exchange.bytes(), b"a\nb\n");
-        assert_eq!(exchange.then, [StdioThen { after_lines: 2, input: vec!["c".into()] }]);
+        assert_eq!(exchange.then, [StdioThen { after_lines: 2, input: vec!["c".into()], tools_off: None }]);
         assert_eq!(exchange.all_input(), ["a", "b", "c"]);
         // Three turns: two lines, three stdin blocks.
         let text = "### Asked twice\n\n<!-- client: after 1 line, writes the lines below -->\n\
@@ -996,6 +1073,31 @@ mod tests {
         let lonely =
             "### One\n\n<!-- client: after 1 line, writes the lines below -->\n\n```stdin\na\n```\n\n```stdout\n```\n";
         assert!(parse(lonely).is_err());
+    }
+
+    /// An operator line: tools switched off, then SIGHUP, ordered among the client lines.
+    #[test]
+    fn an_operator_switches_tools_off_during_a_stream() {
+        let text = "### Off\n\n<!-- operator: after 0 events, tools-off \"a\" \"b\", then SIGHUP -->\n\
+                    <!-- operator: after 0 events, tools-off none, then SIGHUP -->\n\
+                    <!-- client: after 1 event, closes -->\n\n```http\nGET /mcp HTTP/1.1\n```\n\n\
+                    ```http\nHTTP/1.1 200 OK\n```\n";
+        let during = &parse(text).unwrap().exchanges[0].during;
+        let names = |names: &[&str]| Interruption::ToolsOff(names.iter().map(|n| n.to_string()).collect());
+        assert_eq!(during[0].action, names(&["a", "b"]));
+        assert_eq!(during[1].action, names(&[]));
+        assert_eq!((during[2].after_events, &during[2].action), (1, &Interruption::Close));
+        for wrong in ["tools-off a, then SIGHUP", "tools-off \"a\"", "tools-off , then SIGHUP"] {
+            let text = text.replace("tools-off none, then SIGHUP", wrong);
+            assert!(parse(&text).is_err(), "{wrong}");
+        }
+        // Over stdio it counts lines, and takes no stdin block of its own.
+        let stdio = "### Off\n\n<!-- operator: after 1 line, tools-off \"a\", then SIGHUP -->\n\
+                     <!-- client: after 2 lines, writes the lines below -->\n\n```stdin\nx\n```\n\n\
+                     ```stdin\ny\n```\n\n```stdout\n```\n";
+        let then = &parse(stdio).unwrap().stdio[0].then;
+        assert_eq!(then[0], StdioThen { after_lines: 1, input: Vec::new(), tools_off: Some(vec!["a".into()]) });
+        assert_eq!(then[1], StdioThen { after_lines: 2, input: vec!["y".into()], tools_off: None });
     }
 
     /// An exchange whose client acts twice while the answer streams: a request, then a
@@ -1023,7 +1125,7 @@ mod tests {
                 Interruption::Send { request, expected } => {
                     (during.after_events, request.method.as_str(), expected.status)
                 }
-                Interruption::Close => panic!("both lines send"),
+                Interruption::Close | Interruption::ToolsOff(_) => panic!("both lines send"),
             })
             .collect();
         assert_eq!(sent, [(0, "POST", 200), (1, "DELETE", 204)]);

@@ -13,6 +13,9 @@
 //! - the rate limit counts the calls of the fleet, not of each instance;
 //! - a `subscriptions/listen`, and a handshake-era session's stream, on one instance hear
 //!   `run_payroll` run on the other; so does a session over stdio;
+//! - the operator's switch (chapter 17's `--tools-off`) is each instance's own: a reload
+//!   of one is heard by its listens only, and the other lists the tool until it is
+//!   reloaded too (chapter 20's page says why);
 //! - Redis stopped: an approval is refused with -32603, `PingME` still answers; Redis
 //!   back, empty: a state issued before is refused (it may have been used), a new one
 //!   runs once, and notices flow again. Redis stopped (SIGSTOP) and going on with its
@@ -376,6 +379,57 @@ fn a_listen_on_one_instance_hears_a_change_made_on_the_other() {
     // a heard its own change once: from itself, not again from the store.
     read_for(&mut on_a, &mut raw_a, Duration::from_millis(500));
     assert_eq!(notices(&raw_a), 1, "{}", String::from_utf8_lossy(&raw_a));
+}
+
+/// A 2026-07-28 `subscriptions/listen` for the tool list's changes, read up to its
+/// acknowledgment.
+fn listen_for_tools(address: SocketAddr) -> (TcpStream, Vec<u8>) {
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    let params = json!({ "_meta": meta, "notifications": { "toolsListChanged": true } });
+    let body = json!({ "jsonrpc": "2.0", "id": "tools", "method": "subscriptions/listen", "params": params });
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "subscriptions/listen"),
+    ];
+    let mut stream = replay::open(address, &request("POST", &headers, &body.to_string())).expect("the listen is sent");
+    let mut raw = Vec::new();
+    read_until(&mut stream, &mut raw, "}}\n\n");
+    assert!(String::from_utf8_lossy(&raw).contains("\"toolsListChanged\":true"), "{}", String::from_utf8_lossy(&raw));
+    (stream, raw)
+}
+
+/// Whether `run_payroll` is in the handshake-era `tools/list` of the instance at `address`.
+fn lists_run_payroll(address: SocketAddr) -> bool {
+    let list = json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/list" });
+    replay::send(address, &post(None, &list)).unwrap().body.contains("\"run_payroll\"")
+}
+
+#[test]
+fn each_instance_reloads_its_own_tools_off_file_and_tells_its_own_listens() {
+    const CHANGED: &str = "notifications/tools/list_changed";
+    let redis = redis();
+    let off = ["--tools-off", replay::TRANSCRIPT_TOOLS_OFF]; // a file of each instance's own
+    let (a, b) = (instance(&redis.url(), &off), instance(&redis.url(), &off));
+    wait_hearing(&a, 1);
+    wait_hearing(&b, 1);
+    let (mut on_a, mut raw_a) = listen_for_tools(a.address);
+    let (mut on_b, mut raw_b) = listen_for_tools(b.address);
+    a.tools_off(&["run_payroll".to_string()]).expect("a reloads");
+    read_until(&mut on_a, &mut raw_a, CHANGED);
+    assert!(String::from_utf8_lossy(&raw_a).contains(CHANGED), "{}", String::from_utf8_lossy(&raw_a));
+    read_for(&mut on_b, &mut raw_b, Duration::from_millis(500));
+    assert!(
+        !String::from_utf8_lossy(&raw_b).contains(CHANGED),
+        "b heard a's reload: {}",
+        String::from_utf8_lossy(&raw_b)
+    );
+    assert!(!lists_run_payroll(a.address) && lists_run_payroll(b.address));
+    b.tools_off(&["run_payroll".to_string()]).expect("b reloads");
+    read_until(&mut on_b, &mut raw_b, CHANGED);
+    assert!(String::from_utf8_lossy(&raw_b).contains(CHANGED), "{}", String::from_utf8_lossy(&raw_b));
+    assert!(!lists_run_payroll(b.address));
 }
 
 #[test]

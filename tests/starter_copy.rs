@@ -130,7 +130,7 @@ fn replay_transcript(binary: &Path, chapter: &str) {
 
     let server = RunningServer::start(binary, &transcript.server_args).expect("the copy starts");
     let mut failures: Vec<String> =
-        replay::replay(&transcript, server.address).iter().filter(|o| !o.passed()).map(replay::explain).collect();
+        replay::replay(&transcript, &server).iter().filter(|o| !o.passed()).map(replay::explain).collect();
     failures
         .extend(replay::replay_stdio(&transcript, binary).iter().filter(|o| !o.passed()).map(replay::explain_stdio));
     assert!(

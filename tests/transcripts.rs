@@ -23,7 +23,7 @@ fn replay_chapter(name: &str, binary: &str) {
     let mut log = String::new();
     if !transcript.exchanges.is_empty() {
         let server = RunningServer::start(binary, &transcript.server_args).expect("server starts");
-        let outcomes = replay::replay(&transcript, server.address);
+        let outcomes = replay::replay(&transcript, &server);
         failures.extend(outcomes.iter().filter(|o| !o.passed()).map(replay::explain));
         log = server.stderr();
     }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::completion::completion_complete;
 use crate::connect::{BANK_BALANCE, call_connect};
-use crate::http::{Request, Response};
+use crate::http::{Request, Response, reload_on_sighup};
 use crate::input_required::{AskingTool, MISSING_CLIENT_CAPABILITY, call_asking};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
 use crate::listen::{Listeners, Listening};
@@ -21,6 +21,7 @@ use crate::sessions::{Session, Sessions, initialize_in_session, open_session, se
 use crate::streaming::{Calls, Era, LongCall, Server, long_call, notice, progress_token, set_level};
 use crate::subscriptions::subscription;
 use crate::tools::{Run, Tool, arguments_refused, find_tool, tools_list};
+use crate::tools_off::{ToolsOff, tools_list_changed};
 
 // ANCHOR: catalog
 /// Everything this server offers, from YOUR TOOLS, YOUR RESOURCES, YOUR PROMPTS and YOUR
@@ -43,12 +44,30 @@ pub struct Catalog {
     pub calls: Calls,
     pub sessions: Sessions,
     pub listeners: Listeners,
+    /// The tools an operator switched off (chapter 17, tools_off.rs).
+    pub tools_off: ToolsOff,
 }
 
 impl Catalog {
     /// What of the server a long call reaches while it runs (streaming.rs).
     pub fn server(&'static self) -> Server {
         Server { info: &self.info, calls: &self.calls, sessions: &self.sessions, listeners: &self.listeners }
+    }
+
+    /// Chapter 17: read `--tools-off`'s file now, and again on each SIGHUP (`main` calls
+    /// it once the catalog is built).
+    pub fn watch_tools_off(&'static self) -> std::io::Result<()> {
+        self.reload_tools_off();
+        reload_on_sighup(|| self.reload_tools_off())
+    }
+
+    /// Read `--tools-off`'s file again, and when the tools switched off are not the ones
+    /// they were, tell every client listening.
+    fn reload_tools_off(&self) {
+        let names: Vec<String> = self.tools.iter().map(|tool| tool.name().to_string()).collect();
+        if self.tools_off.reload(&names) {
+            tools_list_changed(&self.sessions, &self.listeners);
+        }
     }
 
     /// What of the server a `subscriptions/listen` reaches while it is open (listen.rs).
@@ -258,7 +277,7 @@ fn dispatch(
 ) -> Result<Value, RpcError> {
     match method {
         "ping" => Ok(json!({})),
-        "tools/list" => tools_list(params, &catalog.tools),
+        "tools/list" => tools_list(params, &catalog.tools, &catalog.tools_off),
         "resources/list" => resources_list(params, &catalog.resources),
         "resources/templates/list" => resource_templates_list(params, &catalog.resource_templates),
         "resources/read" => resources_read(params, &catalog.resources, &catalog.resource_templates),
@@ -294,7 +313,7 @@ fn tools_call(
     session: Option<&Session>,
     catalog: &'static Catalog,
 ) -> Result<ToolCall, RpcError> {
-    let (tool, arguments) = find_tool(params, &catalog.tools)?;
+    let (tool, arguments) = find_tool(params, &catalog.tools, &catalog.tools_off)?;
     if let Some(refused) = arguments_refused(tool, &arguments) {
         return Ok(ToolCall::Done(refused.into_json()));
     }
@@ -340,10 +359,14 @@ fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> R
 /// call (`notifications/message`, and in the handshake era `logging/setLevel`). Chapter
 /// 17: `subscribe`, a client may ask to hear when a resource changes: in a session with
 /// `resources/subscribe`, on its session's stream; in 2026-07-28 with
-/// `subscriptions/listen`. No `listChanged`: the lists never change while the server
-/// runs (what a resource holds may).
+/// `subscriptions/listen`. And `listChanged` for tools: an operator may switch a tool
+/// off or on while the server runs (`--tools-off`, tools_off.rs), and every client
+/// listening hears it; said always, since a SIGHUP may bring the file any time. The
+/// prompts and resources are compiled in: no `listChanged` there (what a resource
+/// holds may change).
 fn capabilities() -> Value {
     let resources = json!({ "subscribe": true });
-    json!({ "tools": {}, "resources": resources, "prompts": {}, "completions": {}, "logging": {} })
+    let tools = json!({ "listChanged": true });
+    json!({ "tools": tools, "resources": resources, "prompts": {}, "completions": {}, "logging": {} })
 }
 // ANCHOR_END: dispatch

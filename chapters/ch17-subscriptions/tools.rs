@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::jsonrpc::{RpcError, echo};
 use crate::mcp::{ToolResult, check_cursor};
 use crate::streaming::Call;
+use crate::tools_off::ToolsOff;
 
 // ANCHOR: tool
 /// A tool: its definition, as `tools/list` shows it, and the function `tools/call` runs.
@@ -34,18 +35,25 @@ impl Tool {
 // ANCHOR_END: tool
 
 // ANCHOR: tools_list
-/// `tools/list`: every tool, on one page.
-pub fn tools_list(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError> {
+/// `tools/list`: every tool, on one page, but those an operator switched off
+/// (chapter 17, tools_off.rs).
+pub fn tools_list(params: Option<&Value>, tools: &[Tool], off: &ToolsOff) -> Result<Value, RpcError> {
     check_cursor(params)?;
-    Ok(json!({ "tools": tools.iter().map(|tool| &tool.definition).collect::<Vec<_>>() }))
+    let listed = tools.iter().filter(|tool| !off.is_off(tool.name()));
+    Ok(json!({ "tools": listed.map(|tool| &tool.definition).collect::<Vec<_>>() }))
 }
 // ANCHOR_END: tools_list
 
 // ANCHOR: find_tool
 /// The tool a `tools/call` names, and its `arguments`: an object, or none at all (the
 /// tool then runs with none, as if sent `{}`). A name that is no string or no tool's,
-/// and `arguments` that are not an object, are invalid params.
-pub fn find_tool<'a>(params: Option<&Value>, tools: &'a [Tool]) -> Result<(&'a Tool, Map<String, Value>), RpcError> {
+/// and `arguments` that are not an object, are invalid params. A tool switched off
+/// (chapter 17) is no tool's: the caller learns nothing it would not from `tools/list`.
+pub fn find_tool<'a>(
+    params: Option<&Value>,
+    tools: &'a [Tool],
+    off: &ToolsOff,
+) -> Result<(&'a Tool, Map<String, Value>), RpcError> {
     let name = params
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str)
@@ -57,7 +65,7 @@ pub fn find_tool<'a>(params: Option<&Value>, tools: &'a [Tool]) -> Result<(&'a T
     };
     let tool = tools
         .iter()
-        .find(|tool| tool.name() == name)
+        .find(|tool| tool.name() == name && !off.is_off(name))
         .ok_or_else(|| RpcError::invalid_params(&format!("unknown tool \"{}\"", echo(name))))?;
     Ok((tool, arguments))
 }

@@ -24,6 +24,9 @@ use crate::modern::complete;
 use crate::resources::{Resource, ResourceTemplate, find_resource};
 use crate::subscriptions::{STREAM_BACKLOG, relay};
 
+/// The method of the notice a changed tool list sends (the same in both revisions).
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+
 // ANCHOR: listeners
 /// The `_meta` key every message of a subscription carries: the id of the
 /// `subscriptions/listen` request that opened it.
@@ -58,6 +61,8 @@ struct Listener {
     id: Value,
     /// The resources it hears of: the ones it asked for that this server has.
     uris: BTreeSet<String>,
+    /// It asked for `toolsListChanged` (a tool switched off or on: tools_off.rs).
+    tools: bool,
     outlet: ListenOutlet,
 }
 
@@ -95,6 +100,25 @@ impl Listeners {
         }
     }
 
+    /// The tool list has changed (tools_off.rs): `notifications/tools/list_changed`,
+    /// tagged with its id, to every subscription that asked for `toolsListChanged`; as
+    /// with a resource, a full backlog misses it.
+    pub fn tools_list_changed(&self) {
+        let mut to_stdout = Vec::new();
+        for listener in lock(&self.open).iter().filter(|listener| listener.tools) {
+            let message = tagged(TOOLS_LIST_CHANGED, json!({}), &listener.id);
+            match &listener.outlet {
+                ListenOutlet::Http(messages) => {
+                    let _ = messages.try_send(message);
+                }
+                ListenOutlet::Stdout => to_stdout.push(message),
+            }
+        }
+        for message in to_stdout {
+            let _ = write_line(message.to_string().as_bytes());
+        }
+    }
+
     /// Over stdio, `notifications/cancelled` for `id`: the subscription ends, with no
     /// answer ("Not send a response for the cancelled request",
     /// `2026-07-28/basic/patterns/cancellation.mdx`). `false`: none has that id.
@@ -124,14 +148,15 @@ impl Listeners {
 
 // ANCHOR: filter
 /// What the server honours of a `subscriptions/listen` request's `notifications`
-/// filter: the resources it names that this server has. Its lists never change (they
-/// are compiled in), so a request for `toolsListChanged`, `promptsListChanged` or
+/// filter: `toolsListChanged`, when it asks for it (an operator may switch a tool off
+/// or on, tools_off.rs), and the resources it names that this server has. The prompts
+/// and resources are compiled in, so a request for `promptsListChanged` or
 /// `resourcesListChanged` is left out of the acknowledgment: "Notification types the
 /// server does not support are omitted". A URI that names no resource is left out too:
 /// nothing will ever change there. A filter that is not what the schema says (not an
 /// object, a flag that is not a boolean, URIs that are not a list of strings, more of
 /// them than `max_uris`) is invalid params.
-fn honoured(params: Option<&Value>, listening: Listening) -> Result<Vec<String>, RpcError> {
+fn honoured(params: Option<&Value>, listening: Listening) -> Result<Honoured, RpcError> {
     let Some(filter) = params.and_then(|p| p.get("notifications")).and_then(Value::as_object) else {
         return Err(RpcError::invalid_params("`notifications` must be an object: the notifications to listen for"));
     };
@@ -155,12 +180,30 @@ fn honoured(params: Option<&Value>, listening: Listening) -> Result<Vec<String>,
     }
     let exists = |uri: &&str| find_resource(uri, listening.resources, listening.templates).is_some();
     let known: BTreeSet<&str> = uris.into_iter().filter(exists).collect();
-    Ok(known.into_iter().map(str::to_string).collect())
+    let tools = filter.get("toolsListChanged") == Some(&Value::Bool(true));
+    Ok(Honoured { tools, uris: known.into_iter().map(str::to_string).collect() })
+}
+
+/// What a subscription will hear: the tool list's changes, if it asked, and these resources'.
+struct Honoured {
+    tools: bool,
+    uris: Vec<String>,
+}
+
+impl Honoured {
+    /// Nothing: the subscription could never hear anything.
+    fn is_empty(&self) -> bool {
+        !self.tools && self.uris.is_empty()
+    }
 }
 
 /// The acknowledgment: the first message of every subscription, with what it will hear.
-fn acknowledgment(id: &Value, uris: &[String]) -> Value {
+fn acknowledgment(id: &Value, honoured: &Honoured) -> Value {
+    let (tools, uris) = (honoured.tools, &honoured.uris);
     let mut notifications = Map::new();
+    if tools {
+        notifications.insert("toolsListChanged".into(), json!(true));
+    }
     if !uris.is_empty() {
         notifications.insert("resourceSubscriptions".into(), json!(uris));
     }
@@ -201,8 +244,8 @@ pub fn listen_over_http(
         let error = RpcError::invalid_request("`Accept` must allow text/event-stream: a subscription's answer is one");
         return reply(406, id, Err(error));
     }
-    let uris = match honoured(params, listening) {
-        Ok(uris) => uris,
+    let honoured = match honoured(params, listening) {
+        Ok(honoured) => honoured,
         Err(error) => return format.wrap(reply(200, id, Err(error))),
     };
     let listeners = listening.listeners;
@@ -210,17 +253,18 @@ pub fn listen_over_http(
     let number = {
         let mut open = lock(&listeners.open);
         let streams = open.iter().filter(|listener| matches!(listener.outlet, ListenOutlet::Http(_))).count();
-        if !uris.is_empty() && streams >= listeners.max {
+        if !honoured.is_empty() && streams >= listeners.max {
             let max = listeners.max;
             let error = RpcError::internal_error(&format!("as many subscription streams are open as may ({max})"));
             return format.wrap(reply(503, id, Err(error)));
         }
         let number = listeners.opened.fetch_add(1, Ordering::SeqCst);
-        if !uris.is_empty() {
+        if !honoured.is_empty() {
             let listener = Listener {
                 number,
                 id: id.clone(),
-                uris: uris.iter().cloned().collect(),
+                uris: honoured.uris.iter().cloned().collect(),
+                tools: honoured.tools,
                 outlet: ListenOutlet::Http(sender),
             };
             open.push(listener);
@@ -230,10 +274,10 @@ pub fn listen_over_http(
     Response::stream(200, "text/event-stream", move |writer| {
         // First, before any notice the channel may hold already ("MUST NOT send any
         // notification on the subscription before it").
-        let acknowledged = writer.send(&event(acknowledgment(&id, &uris).to_string().as_bytes())).is_ok();
+        let acknowledged = writer.send(&event(acknowledgment(&id, &honoured).to_string().as_bytes())).is_ok();
         // Its sender is in the list while the subscription is open: `Disconnected` never
         // comes, and the stream ends by time, by the client, or by a drain.
-        if acknowledged && (uris.is_empty() || relay(writer, &messages, lasts).time_up()) {
+        if acknowledged && (honoured.is_empty() || relay(writer, &messages, lasts).time_up()) {
             let _ = writer.send(&event(&closed(&id, listening.info)));
         }
         listeners.remove(number);
@@ -248,8 +292,8 @@ pub fn listen_over_http(
 /// the client tells them apart by `subscriptionId`. So two open subscriptions may not
 /// share an id (-32600). `None`: no more to write now.
 pub fn listen_on_stdio(id: Value, params: Option<&Value>, listening: Listening) -> Option<Vec<u8>> {
-    let uris = match honoured(params, listening) {
-        Ok(uris) => uris,
+    let honoured = match honoured(params, listening) {
+        Ok(honoured) => honoured,
         Err(error) => return Some(reply(200, id, Err(error)).body),
     };
     let listeners = listening.listeners;
@@ -260,12 +304,13 @@ pub fn listen_on_stdio(id: Value, params: Option<&Value>, listening: Listening) 
     }
     // Written while the list is locked: a notice for it, written once a change has
     // read the list, comes after its acknowledgment.
-    let _ = write_line(acknowledgment(&id, &uris).to_string().as_bytes());
-    if uris.is_empty() {
+    let _ = write_line(acknowledgment(&id, &honoured).to_string().as_bytes());
+    if honoured.is_empty() {
         return Some(closed(&id, listening.info));
     }
     let number = listeners.opened.fetch_add(1, Ordering::SeqCst);
-    open.push(Listener { number, id, uris: uris.into_iter().collect(), outlet: ListenOutlet::Stdout });
+    let (uris, tools) = (honoured.uris.into_iter().collect(), honoured.tools);
+    open.push(Listener { number, id, uris, tools, outlet: ListenOutlet::Stdout });
     None
 }
 // ANCHOR_END: listen_stdio

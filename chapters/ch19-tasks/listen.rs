@@ -24,6 +24,9 @@ use crate::modern::complete;
 use crate::resources::{Resource, ResourceTemplate, find_resource};
 use crate::subscriptions::{STREAM_BACKLOG, relay};
 
+/// The method of the notice a changed tool list sends (the same in both revisions).
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+
 // ANCHOR: listeners
 /// The `_meta` key every message of a subscription carries: the id of the
 /// `subscriptions/listen` request that opened it.
@@ -61,16 +64,18 @@ struct Listener {
     outlet: ListenOutlet,
 }
 
-/// What a subscription hears of: the resources it asked for that this server has, and
-/// (chapter 19) the tasks it asked for that its caller holds.
+/// What a subscription hears of: the tool list's changes, if it asked (chapter 17,
+/// tools_off.rs), the resources it asked for that this server has, and (chapter 19)
+/// the tasks it asked for that its caller holds.
 struct Heard {
+    tools: bool,
     uris: BTreeSet<String>,
     tasks: BTreeSet<String>,
 }
 
 impl Heard {
     fn is_empty(&self) -> bool {
-        self.uris.is_empty() && self.tasks.is_empty()
+        !self.tools && self.uris.is_empty() && self.tasks.is_empty()
     }
 }
 
@@ -99,6 +104,12 @@ impl Listeners {
     /// answer): `notifications/tasks`, tagged, to every subscription that named it.
     pub fn task_changed(&self, id: &str, task: Value) {
         self.tell(|heard| heard.tasks.contains(id), "notifications/tasks", task);
+    }
+
+    /// The tool list has changed (tools_off.rs): `notifications/tools/list_changed`,
+    /// tagged, to every subscription that asked for `toolsListChanged`.
+    pub fn tools_list_changed(&self) {
+        self.tell(|heard| heard.tools, TOOLS_LIST_CHANGED, json!({}));
     }
 
     /// Send `method` with `params`, tagged, to every subscription that hears of it.
@@ -148,8 +159,9 @@ impl Listeners {
 
 // ANCHOR: filter
 /// What the server honours of a `subscriptions/listen` request's `notifications`
-/// filter: the resources it names that this server has. Its lists never change (they
-/// are compiled in), so a request for `toolsListChanged`, `promptsListChanged` or
+/// filter: `toolsListChanged`, when it asks for it (an operator may switch a tool off
+/// or on, tools_off.rs), and the resources it names that this server has. The prompts
+/// and resources are compiled in, so a request for `promptsListChanged` or
 /// `resourcesListChanged` is left out of the acknowledgment: "Notification types the
 /// server does not support are omitted". A URI that names no resource is left out too:
 /// nothing will ever change there. A filter that is not what the schema says (not an
@@ -190,12 +202,16 @@ fn honoured(params: Option<&Value>, listening: Listening) -> Result<Heard, RpcEr
             return Err(RpcError::invalid_params(&detail));
         }
     };
-    Ok(Heard { uris, tasks })
+    let tools = filter.get("toolsListChanged") == Some(&Value::Bool(true));
+    Ok(Heard { tools, uris, tasks })
 }
 
 /// The acknowledgment: the first message of every subscription, with what it will hear.
 fn acknowledgment(id: &Value, heard: &Heard) -> Value {
     let mut notifications = Map::new();
+    if heard.tools {
+        notifications.insert("toolsListChanged".into(), json!(true));
+    }
     if !heard.uris.is_empty() {
         notifications.insert("resourceSubscriptions".into(), json!(heard.uris));
     }

@@ -26,6 +26,7 @@
 //! - `sessions.rs` (chapter 16): sessions; who may be asked mid-call, and whose answer.
 //! - `subscriptions.rs` (chapter 17): subscriptions, told on the session's stream.
 //! - `listen.rs` (chapter 17): 2026-07-28's `subscriptions/listen`, told the same.
+//! - `tools_off.rs` (chapter 17): tools an operator switches off, and the notice.
 //! - `streaming.rs` (chapter 14): long calls: progress, logs, cancellation; asking mid-call.
 //! - `authorization.rs` (chapter 18): access tokens, scopes, and who is calling.
 //! - `tasks.rs` (this chapter): the tasks extension: a call that becomes a task.
@@ -64,6 +65,7 @@ mod connect;
 mod sessions;
 mod subscriptions;
 mod listen;
+mod tools_off;
 mod streaming;
 mod authorization;
 mod tasks;
@@ -980,6 +982,9 @@ struct Args {
     // How many streams may be open, and what they may hear (chapter 17): subscriptions.rs's flags.
     #[command(flatten)]
     streams: subscriptions::StreamFlags,
+    // Which tools an operator switched off, reread on SIGHUP (chapter 17): tools_off.rs's flags.
+    #[command(flatten)]
+    tools_off: tools_off::ToolsOffFlags,
     /// Speak MCP over stdin and stdout instead of HTTP, one message per line, logs on
     /// stderr: for a host that starts the server itself (Claude Desktop). The HTTP
     /// flags do not apply: only the process that started the server can talk to it.
@@ -1016,8 +1021,10 @@ fn main() -> std::io::Result<()> {
         calls: Calls::new(args.max_running_calls),
         sessions: args.sessions.sessions(args.stdio, args.streams.max_streams, args.streams.max_subscriptions),
         listeners: Listeners::new(args.streams.max_streams, args.streams.max_subscriptions),
+        tools_off: tools_off::ToolsOff::new(&args.tools_off),
         tasks: args.tasks.tasks(),
     }));
+    catalog.watch_tools_off()?;
     let rate_limit = RateLimit::new(args.max_calls_per_minute);
     if args.stdio {
         return serve_stdio(catalog, &rate_limit);

@@ -154,10 +154,17 @@ pub fn discover(capabilities: Value, instructions: Option<&str>) -> Value {
     result
 }
 
-/// How long a client may reuse a list or a `server/discover` answer. The tools and
+/// How long a client may reuse a list or a `server/discover` answer. The prompts and
 /// resources are compiled in, so they change only when the server is rebuilt: five
 /// minutes spares a client asking on every turn and still picks up a restart soon.
 pub const CACHE_TTL_MS: u64 = 300_000;
+
+/// How long a client may reuse `tools/list` (chapter 17): an operator may switch a tool
+/// off at any moment (`--tools-off`), and a client that does not listen learns it only
+/// by asking again. Ten seconds: a call of a tool switched off is refused soon after,
+/// not for five minutes, and a client that lists before every turn still asks once a
+/// turn at most. A client that listens hears the change at once, whatever the TTL.
+pub const TOOLS_TTL_MS: u64 = 10_000;
 
 /// The caching hints of this file's method and of the core's lists: for how long a
 /// client may keep an answer, and for whom: `public`, the same for every caller, or
@@ -166,7 +173,8 @@ pub const CACHE_TTL_MS: u64 = 300_000;
 /// a method whose hints are not this file's to give.
 pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
     match method {
-        "server/discover" | "tools/list" | "prompts/list" => Some((CACHE_TTL_MS, "public")),
+        "server/discover" | "prompts/list" => Some((CACHE_TTL_MS, "public")),
+        "tools/list" => Some((TOOLS_TTL_MS, "public")),
         _ => None,
     }
 }

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use super::TIMEOUT;
 use super::compare::compare;
+use super::server::RunningServer;
 use crate::transcript::{During, Exchange, HttpRequest, HttpResponse, Interruption};
 
 // ANCHOR: send
@@ -54,24 +55,35 @@ pub fn open(address: SocketAddr, request: &HttpRequest) -> io::Result<TcpStream>
 // ANCHOR_END: send
 
 /// Send an exchange's request, as its transcript writes it (`http` or `raw`), and do
-/// what its `<!-- client: ... -->` lines say while the answer streams in.
-pub fn send_exchange(address: SocketAddr, exchange: &Exchange) -> io::Result<HttpResponse> {
+/// what its `<!-- client: ... -->` and `<!-- operator: ... -->` lines say while the
+/// answer streams in (an operator acts on `server`, the process the replay started).
+pub fn send_exchange(
+    address: SocketAddr,
+    exchange: &Exchange,
+    server: Option<&RunningServer>,
+) -> io::Result<HttpResponse> {
     match &exchange.raw {
         Some(raw) => send_raw(address, &raw.bytes),
         None if exchange.during.is_empty() => send(address, &exchange.request),
-        None => send_interrupted(address, &exchange.request, &exchange.during),
+        None => send_interrupted(address, &exchange.request, &exchange.during, server),
     }
 }
 
 // ANCHOR: interrupted
 /// Send `request`, and act while its answer streams in: for each action in turn, read
 /// until the answer's head and `after_events` events have come, then half-close the
-/// connection, or send another request (whose answer must be the one expected). Then
+/// connection, or send another request (whose answer must be the one expected), or
+/// have the operator switch tools off on `server` (chapter 17). Then
 /// read on until the server closes the connection, and give what came, however it
 /// ended: a stream cut short is the point of such an exchange. A server that has not
 /// closed it within [`TIMEOUT`] gives no answer: a stream that should have ended (its
 /// session did) and goes on is a difference too.
-pub fn send_interrupted(address: SocketAddr, request: &HttpRequest, during: &[During]) -> io::Result<HttpResponse> {
+pub fn send_interrupted(
+    address: SocketAddr,
+    request: &HttpRequest,
+    during: &[During],
+    server: Option<&RunningServer>,
+) -> io::Result<HttpResponse> {
     let mut stream = open(address, request)?;
     let deadline = Instant::now() + TIMEOUT;
     let mut raw = Vec::new();
@@ -88,6 +100,10 @@ pub fn send_interrupted(address: SocketAddr, request: &HttpRequest, during: &[Du
         }
         match &action.action {
             Interruption::Close => stream.shutdown(std::net::Shutdown::Write)?,
+            Interruption::ToolsOff(names) => match server {
+                Some(server) => server.tools_off(names)?,
+                None => return Err(io::Error::other(OPERATOR_NEEDS_THE_PROCESS)),
+            },
             Interruption::Send { request, expected } => {
                 let answer = send(address, request)?;
                 if !compare(expected, &answer).is_empty() {
@@ -110,6 +126,11 @@ pub fn send_interrupted(address: SocketAddr, request: &HttpRequest, during: &[Du
     }
     parse_partial_response(&raw)
 }
+
+/// Why an operator line cannot run against a server at a URL: it writes the server's
+/// file and signals its process.
+pub const OPERATOR_NEEDS_THE_PROCESS: &str =
+    "an operator line writes the server's --tools-off file and signals it: run the check without --url";
 
 /// How [`send_interrupted`]'s error begins when the server kept the answer open.
 pub const STILL_OPEN: &str = "the server had not ended its answer";

@@ -1,11 +1,14 @@
 //! A chapter's server as a child process ([`RunningServer`]): started on port 0 (with
 //! the environment a test gives it), its address read from the line it prints once
-//! listening, its stderr kept to explain a failure, and stopped when dropped.
+//! listening, its stderr kept to explain a failure, and stopped when dropped. The
+//! operator of a transcript (`<!-- operator: ... -->`) acts on it here: writes the file
+//! `--tools-off` names and sends SIGHUP ([`RunningServer::tools_off`]).
 
 use std::io::{self, BufRead, BufReader};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -24,6 +27,34 @@ pub struct RunningServer {
     /// The Redis of its own that a transcript naming [`TRANSCRIPT_REDIS`] gets, stopped
     /// after the server (fields drop after `drop`).
     _redis: Option<RedisServer>,
+    /// The file of its own that a transcript naming [`TRANSCRIPT_TOOLS_OFF`] gets,
+    /// removed when it stops.
+    tools_off: Option<ToolsOffFile>,
+}
+
+/// What a transcript's `console` block writes for `--tools-off`'s file (chapter 17):
+/// the replay gives the server a fresh, empty file of its own instead, which the
+/// transcript's operator lines write.
+pub const TRANSCRIPT_TOOLS_OFF: &str = "tools-off.txt";
+
+/// A server's own `--tools-off` file, removed when dropped.
+pub(super) struct ToolsOffFile(pub(super) PathBuf);
+
+impl ToolsOffFile {
+    /// A fresh, empty file in the system's temporary directory.
+    fn create() -> io::Result<ToolsOffFile> {
+        static MADE: AtomicU64 = AtomicU64::new(0);
+        let name = format!("workbook-tools-off-{}-{}.txt", std::process::id(), MADE.fetch_add(1, Ordering::SeqCst));
+        let path = std::env::temp_dir().join(name);
+        std::fs::write(&path, "")?;
+        Ok(ToolsOffFile(path))
+    }
+}
+
+impl Drop for ToolsOffFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 impl RunningServer {
@@ -40,6 +71,7 @@ impl RunningServer {
     /// whatever the environment the test runs in holds.
     pub fn start_with_env(binary: &Path, args: &[String], env: &[(&str, Option<&str>)]) -> io::Result<RunningServer> {
         let (args, redis) = own_redis(args)?;
+        let (args, tools_off) = own_tools_off(&args)?;
         let mut command = Command::new(binary);
         for (name, value) in env {
             match value {
@@ -83,7 +115,7 @@ impl RunningServer {
         });
 
         match wait.recv_timeout(TIMEOUT) {
-            Ok(address) => Ok(RunningServer { child, address, stderr, _redis: redis }),
+            Ok(address) => Ok(RunningServer { child, address, stderr, _redis: redis, tools_off }),
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -118,9 +150,19 @@ impl RunningServer {
 
     /// Send the server the signal `name` (`TERM`, `INT`: Ctrl-C), as `kill -NAME` does.
     pub fn signal(&self, name: &str) -> io::Result<()> {
-        let pid = self.pid().to_string();
-        let status = Command::new("kill").args([&format!("-{name}"), &pid]).status()?;
-        status.success().then_some(()).ok_or_else(|| io::Error::other(format!("kill -{name} {pid}: {status}")))
+        kill(self.pid(), name)
+    }
+
+    /// The operator switches off the tools `names` (none: every tool on): writes them to
+    /// the server's `--tools-off` file, one a line, sends SIGHUP, and waits until the
+    /// server says on stderr that it has reloaded (`http::RELOADED`), for [`TIMEOUT`] at most.
+    pub fn tools_off(&self, names: &[String]) -> io::Result<()> {
+        let Some(file) = &self.tools_off else {
+            return Err(io::Error::other(format!(
+                "an operator line needs the server started with `--tools-off {TRANSCRIPT_TOOLS_OFF}`"
+            )));
+        };
+        operate(&file.0, self.pid(), names, || reloads(&self.stderr()))
     }
 
     /// Wait until the process ends, for `timeout` at most: its exit status, or `None`
@@ -153,6 +195,47 @@ fn own_redis(args: &[String]) -> io::Result<(Vec<String>, Option<RedisServer>)> 
     let redis = RedisServer::start().map_err(io::Error::other)?;
     args[flag + 1] = redis.url();
     Ok((args, Some(redis)))
+}
+
+/// `kill -NAME PID`.
+fn kill(pid: u32, name: &str) -> io::Result<()> {
+    let status = Command::new("kill").args([&format!("-{name}"), &pid.to_string()]).status()?;
+    status.success().then_some(()).ok_or_else(|| io::Error::other(format!("kill -{name} {pid}: {status}")))
+}
+
+/// How many times a server's stderr says it has reloaded (`http::RELOADED`).
+pub(super) fn reloads(stderr: &str) -> usize {
+    stderr.lines().filter(|line| *line == crate::http::RELOADED).count()
+}
+
+/// The operator's step on the server `pid` (over HTTP or stdio): `names` into its
+/// `--tools-off` file, one a line, then SIGHUP; then wait until `reloads` (what its
+/// stderr says) has grown, for [`TIMEOUT`] at most.
+pub(super) fn operate(file: &Path, pid: u32, names: &[String], reloads: impl Fn() -> usize) -> io::Result<()> {
+    let text: String = names.iter().map(|name| format!("{name}\n")).collect();
+    std::fs::write(file, text)?;
+    let before = reloads();
+    kill(pid, "HUP")?;
+    let deadline = Instant::now() + TIMEOUT;
+    while reloads() == before {
+        if Instant::now() > deadline {
+            let said = crate::http::RELOADED;
+            return Err(io::Error::other(format!("no `{said}` on stderr within {TIMEOUT:?} of SIGHUP")));
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+/// `args`, with a `--tools-off` of [`TRANSCRIPT_TOOLS_OFF`] swapped for a fresh file of
+/// the server's own; the file too, to keep as long as the server runs.
+pub(super) fn own_tools_off(args: &[String]) -> io::Result<(Vec<String>, Option<ToolsOffFile>)> {
+    let mut args = args.to_vec();
+    let named = args.windows(2).position(|pair| pair[0] == "--tools-off" && pair[1] == TRANSCRIPT_TOOLS_OFF);
+    let Some(flag) = named else { return Ok((args, None)) };
+    let file = ToolsOffFile::create()?;
+    args[flag + 1] = file.0.display().to_string();
+    Ok((args, Some(file)))
 }
 
 /// `listening on http://127.0.0.1:43125/mcp` -> `127.0.0.1:43125`.

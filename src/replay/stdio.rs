@@ -55,22 +55,40 @@ pub fn run_stdio_bytes(program: &Path, args: &[String], input: &[u8]) -> io::Res
 /// (`StdioExchange::then`) once the server has written the lines it waits for; then end
 /// of input.
 pub fn run_stdio_for(exchange: &StdioExchange, program: &Path, args: &[String]) -> io::Result<StdioRun> {
-    let later = exchange.then.iter().map(|then| (then.after_lines, then.bytes())).collect();
+    let later = exchange
+        .then
+        .iter()
+        .map(|then| match &then.tools_off {
+            Some(names) => (then.after_lines, Later::ToolsOff(names.clone())),
+            None => (then.after_lines, Later::Write(then.bytes())),
+        })
+        .collect();
     run_stdio_within(program, args, &exchange.bytes(), later, TIMEOUT)
 }
 
-/// Start `program ARGS`, write `input`, and for each `(N, bytes)` of `later` in turn,
-/// wait until the server has written N lines and write `bytes` too; then close its
-/// stdin and collect what it writes until it exits (killed after `timeout`).
+/// What a stdio exchange does once the server has written enough lines.
+enum Later {
+    /// The client writes these bytes.
+    Write(Vec<u8>),
+    /// The operator switches off these tools and sends SIGHUP (chapter 17).
+    ToolsOff(Vec<String>),
+}
+
+/// Start `program ARGS`, write `input`, and for each `(N, later)` in turn, wait until
+/// the server has written N lines and write its bytes too (or act as the operator);
+/// then close its stdin and collect what it writes until it exits (killed after `timeout`).
 fn run_stdio_within(
     program: &Path,
     args: &[String],
     input: &[u8],
-    later: Vec<(usize, Vec<u8>)>,
+    later: Vec<(usize, Later)>,
     timeout: Duration,
 ) -> io::Result<StdioRun> {
+    // A `--tools-off` placeholder (chapter 17) names a fresh empty file of this run's own.
+    let (args, tools_off) = super::server::own_tools_off(args)?;
+    let tools_off_path = tools_off.as_ref().map(|file| file.0.clone());
     let mut child = Command::new(program)
-        .args(args)
+        .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -85,14 +103,28 @@ fn run_stdio_within(
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let text = input.to_vec();
     let seen = written.clone();
+    let logged = Arc::new(Mutex::new(Vec::new()));
+    let (log, pid) = (logged.clone(), child.id());
     thread::spawn(move || {
         let _ = stdin.write_all(&text); // a server that exited early is reported below
         let deadline = Instant::now() + timeout;
-        for (lines, bytes) in later {
+        for (lines, action) in later {
             while seen.lock().unwrap().iter().filter(|&&b| b == b'\n').count() < lines && Instant::now() < deadline {
                 thread::sleep(Duration::from_millis(5));
             }
-            let _ = stdin.write_all(&bytes);
+            match action {
+                Later::Write(bytes) => {
+                    let _ = stdin.write_all(&bytes);
+                }
+                // Without a file to write (no placeholder flag), or on a timeout, the lines
+                // that come are compared all the same: the difference shows there.
+                Later::ToolsOff(names) => {
+                    if let Some(file) = &tools_off_path {
+                        let reloads = || super::server::reloads(&String::from_utf8_lossy(&log.lock().unwrap()));
+                        let _ = super::server::operate(file, pid, &names, reloads);
+                    }
+                }
+            }
         }
     });
     let stdout_pipe = child.stdout.take().expect("stdout is piped");
@@ -105,10 +137,14 @@ fn run_stdio_within(
         }
     });
     let stderr_pipe = child.stderr.take().expect("stderr is piped");
+    let log = logged.clone();
     let stderr = thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = { stderr_pipe }.read_to_end(&mut bytes);
-        String::from_utf8_lossy(&bytes).into_owned()
+        let mut pipe = stderr_pipe;
+        let mut buffer = [0u8; 4096];
+        while let Ok(read @ 1..) = pipe.read(&mut buffer) {
+            log.lock().unwrap().extend_from_slice(&buffer[..read]);
+        }
+        String::from_utf8_lossy(&log.lock().unwrap()).into_owned()
     });
 
     let started = Instant::now();
@@ -282,12 +318,12 @@ mod tests {
         // `sh` reads the first line, says `asked`, then reads the later one, written
         // only once `asked` is out.
         let script = "read first; echo asked; read answer; echo \"$first $answer\"";
-        let later = vec![(1, b"yes\n".to_vec())];
+        let later = vec![(1, Later::Write(b"yes\n".to_vec()))];
         let run = run_stdio_within(Path::new("sh"), &["-c".into(), script.into()], b"question\n", later, TIMEOUT);
         assert_eq!(run.unwrap().lines(), ["asked", "question yes"]);
         // And in three turns, each after the lines before it.
         let script = "read a; echo one; read b; echo two; read c; echo \"$a $b $c\"";
-        let later = vec![(1, b"2\n".to_vec()), (2, b"3\n".to_vec())];
+        let later = vec![(1, Later::Write(b"2\n".to_vec())), (2, Later::Write(b"3\n".to_vec()))];
         let run = run_stdio_within(Path::new("sh"), &["-c".into(), script.into()], b"1\n", later, TIMEOUT);
         assert_eq!(run.unwrap().lines(), ["one", "two", "1 2 3"]);
     }

@@ -70,10 +70,19 @@ of NAME must bring one `notifications/resources/updated` for URI (on the session
 stream over HTTP, a line over stdio), and after `resources/unsubscribe` a second call
 none. In 2026-07-28, which has no `resources/subscribe`, that must fail with -32601, and
 the client listens instead (`Client.listen`, `subscriptions/listen`) for URI and for
-`toolsListChanged`: the acknowledgment must honour URI and not `toolsListChanged` (the
-server's tools never change), a call of NAME must bring one `ResourceUpdated` for URI,
+`toolsListChanged`: the acknowledgment must honour both (an operator may switch a tool
+off, chapter 17), a call of NAME must bring one `ResourceUpdated` for URI,
 and once the client has left the subscription (it closes the stream over HTTP, sends
 `notifications/cancelled` over stdio) a second call must still answer.
+
+With `--list-changed NAME --operator-off CMD --operator-on CMD` (chapter 17, over
+HTTP: the run script knows the server's PID) the client listens for the tool list's
+changes (the handshake era: on the session's stream, which the SDK opens; 2026-07-28:
+`Client.listen(tools_list_changed=True)`, which must be acknowledged), runs the shell
+command CMD_OFF (the operator: NAME into the server's --tools-off file, then SIGHUP),
+and must hear `notifications/tools/list_changed` and list again without NAME (in
+2026-07-28 through the SDK's response cache, which the notice must evict: the list it
+holds is fresh for ttlMs); then CMD_ON, the notice again, and NAME listed again.
 
 Exit codes: 0 every call as expected; 1 some call failed; 2 could not connect or list.
 """
@@ -166,6 +175,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="URI=NAME",
         help="subscribe to URI, which tool NAME changes: one update per call, none once unsubscribed (repeatable)",
     )
+    p.add_argument("--list-changed", metavar="NAME", help="switch tool NAME off and on (with --operator-off/-on)")
+    p.add_argument("--operator-off", metavar="CMD", help="shell command that switches --list-changed's tool off")
+    p.add_argument("--operator-on", metavar="CMD", help="shell command that switches it on again")
     p.add_argument(
         "--stream",
         action="append",
@@ -278,6 +290,8 @@ async def run(ns: argparse.Namespace) -> int:
         notification = getattr(message, "root", message)
         if getattr(notification, "method", None) == "notifications/resources/updated":
             updates.append(str(notification.params.uri))
+        if getattr(notification, "method", None) == "notifications/tools/list_changed":
+            updates.append(TOOLS_LIST_CHANGED)
 
     # The user, for the tools that ask: what check_ask sets, and each question asked.
     user = Answers()
@@ -354,6 +368,9 @@ async def run(ns: argparse.Namespace) -> int:
             for item in ns.subscribe:
                 uri, _, name = item.rpartition("=")
                 failures += await check_subscribe(client, uri, name, modern, updates)
+            if ns.list_changed:
+                operator = (ns.list_changed, ns.operator_off, ns.operator_on)
+                failures += await check_list_changed(client, operator, modern, updates)
     except Exception as exc:
         print(f"FAIL session {target} mode={ns.mode} (connect, list or transport): {one_line(exc)}")
         return 2
@@ -543,12 +560,12 @@ async def check_subscribe(client: Any, uri: str, name: str, modern: bool, update
 
 
 async def check_listen(client: Any, uri: str, name: str) -> int:
-    """2026-07-28: listen for URI (and for a tools list that never changes), call NAME: the
-    acknowledgment honours URI only, one ResourceUpdated for it comes; leave, call again."""
+    """2026-07-28: listen for URI and for the tool list's changes, call NAME: the
+    acknowledgment honours both, one ResourceUpdated for URI comes; leave, call again."""
     try:
         async with client.listen(resource_subscriptions=[uri], tools_list_changed=True) as subscription:
             honored = subscription.honored
-            acknowledged = list(honored.resource_subscriptions or []) == [uri] and not honored.tools_list_changed
+            acknowledged = list(honored.resource_subscriptions or []) == [uri] and honored.tools_list_changed
             await client.call_tool(name, {})
             with anyio.fail_after(5.0):
                 event = await subscription.__anext__()
@@ -561,7 +578,59 @@ async def check_listen(client: Any, uri: str, name: str) -> int:
     fine = acknowledged and heard
     print(
         f"{'ok  ' if fine else 'FAIL'} listen {uri}: acknowledged {honored.model_dump(by_alias=True, exclude_none=True)}"
-        f" (expected only {uri}), then {type(event).__name__} {getattr(event, 'uri', '')} after {name}"
+        f" (expected {uri} and toolsListChanged), then {type(event).__name__} {getattr(event, 'uri', '')} after {name}"
+    )
+    return 0 if fine else 1
+
+
+# What `updates` records for a `notifications/tools/list_changed` on the session's stream.
+TOOLS_LIST_CHANGED = "notifications/tools/list_changed"
+
+
+async def operate(command: str) -> None:
+    """The operator's step, a shell command: it must succeed."""
+    process = await anyio.run_process(["sh", "-c", command], check=False)
+    if process.returncode != 0:
+        raise RuntimeError(f"operator command failed ({process.returncode}): {command}")
+
+
+async def tool_names(client: Any) -> set[str]:
+    tools, _ = await all_pages(client.list_tools, "tools")
+    return {tool.name for tool in tools}
+
+
+async def check_list_changed(client: Any, operator: tuple[str, str, str], modern: bool, updates: list[str]) -> int:
+    """The operator switches NAME off, then on: each time the client must hear that the tool
+    list changed, and its next list must leave NAME out, then hold it again."""
+    name, off, on = operator
+    if not (off and on):
+        print("FAIL list_changed: --list-changed needs --operator-off and --operator-on")
+        return 1
+    seen: list[tuple[bool, bool]] = []  # (heard the notice, NAME listed), after off, after on
+    try:
+        await tool_names(client)  # a list the 2026-07-28 cache now holds, fresh for ttlMs
+        if modern:
+            async with client.listen(tools_list_changed=True) as subscription:
+                acknowledged = bool(subscription.honored.tools_list_changed)
+                for command in (off, on):
+                    await operate(command)
+                    with anyio.fail_after(5.0):
+                        event = await subscription.__anext__()
+                    seen.append((type(event).__name__ == "ToolsListChanged", name in await tool_names(client)))
+        else:
+            acknowledged = True  # the session's stream needs no acknowledgment
+            for command in (off, on):
+                before = updates.count(TOOLS_LIST_CHANGED)
+                await operate(command)
+                heard = await updates_for(TOOLS_LIST_CHANGED, updates, before + 1, 5.0) > before
+                seen.append((heard, name in await tool_names(client)))
+    except Exception as exc:
+        print(f"FAIL list_changed {name}: {one_line(exc)}")
+        return 1
+    fine = acknowledged and seen == [(True, False), (True, True)]
+    print(
+        f"{'ok  ' if fine else 'FAIL'} list_changed {name}: acknowledged={acknowledged}, "
+        f"(heard, listed) after off then on: {seen} (expected [(True, False), (True, True)])"
     )
     return 0 if fine else 1
 
