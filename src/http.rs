@@ -374,9 +374,14 @@ const SIGHUP: i32 = 1;
 /// (it does not need [`serve`]), unless the process was started with SIGHUP ignored
 /// (`nohup`), which stays ignored. The handler only counts; `reload` runs on a thread of
 /// its own, which looks every [`SIGNAL_CHECK_INTERVAL`], once for any number of SIGHUPs
-/// come since it last looked, and then writes [`RELOADED`] to stderr.
+/// come since it last looked, and then writes [`RELOADED`] to stderr. Windows has no
+/// SIGHUP (its C library refuses the number): there nothing is installed, and a reload
+/// takes a restart.
 #[allow(dead_code)] // a chapter without a reload has no use for it
 pub fn reload_on_sighup(reload: impl Fn() + Send + 'static) -> io::Result<()> {
+    if !cfg!(unix) {
+        return Ok(());
+    }
     extern "C" fn on_hangup(_signal: i32) {
         HANGUPS.fetch_add(1, Ordering::SeqCst);
     }
