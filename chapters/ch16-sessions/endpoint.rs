@@ -4,12 +4,14 @@
 //! `Content-Type`), reads the body as one JSON-RPC message (jsonrpc.rs), and hands it
 //! to the router (router.rs), whose answer it sends in the form the client reads.
 
+use std::num::NonZeroUsize;
+
 use serde_json::Value;
 
 use crate::connect::{CONNECT_PATH, connect_page};
 use crate::framing::{allows_event_stream, is_json, response_format};
 use crate::guard::Guard;
-use crate::http::{Request, Response};
+use crate::http::{Config, Request, Response};
 use crate::jsonrpc::{RpcError, parse_message, readable_id, reply};
 use crate::mcp::check_protocol_version;
 use crate::rate_limit::RateLimit;
@@ -75,3 +77,45 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
     }
 }
 // ANCHOR_END: handle
+
+// ANCHOR: http_flags
+/// The HTTP transport's flags, which `main.rs` takes in with its own (`#[command(flatten)]`):
+/// where to listen, the base's limits (chapter 7), and who may talk to the server. None
+/// of them applies over stdio, which `--stdio` says by refusing them all.
+#[derive(clap::Args)]
+pub struct HttpFlags {
+    /// Address to listen on. Port 0 picks a free port. An address other machines can
+    /// reach (anything but 127.0.0.1 or [::1]) is your explicit choice: it prints a warning.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub bind: String,
+    /// The largest request body, in bytes. A larger one is answered 413 unread.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Threads that answer requests [default: one per CPU core].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<NonZeroUsize>,
+    /// Client connections open at once. Each costs a thread and a file descriptor, so
+    /// keep it well below `ulimit -n`. One more makes room: the connection that has
+    /// waited longest for its client is closed; only when every one is being served is
+    /// the newcomer answered 503.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub max_connections: usize,
+    /// On SIGTERM or Ctrl-C, how long the requests in progress may take to finish,
+    /// while no new connection is accepted (a drain; 3 s more for the last answers).
+    #[arg(long, value_name = "SECONDS", default_value_t = Config::default().drain_timeout.as_secs())]
+    pub drain_secs: u64,
+    /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
+    /// name a reverse proxy forwards. localhost, 127.0.0.1 and [::1] always work.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+    /// Also accept requests sent with this `Origin` (repeatable), e.g.
+    /// https://app.example.com. http://localhost, http://127.0.0.1 and http://[::1],
+    /// on any port, always work.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// Require `Authorization: Bearer TOKEN` on every request. Prefer the environment
+    /// variable MCP_WORKBOOK_TOKEN: other users of the machine can read flags with `ps`.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+}
+// ANCHOR_END: http_flags

@@ -836,42 +836,12 @@ fn completions(name: &str, typed: &str) -> Vec<String> {
 #[derive(Parser)]
 #[command(about = "Chapter 16: an MCP server whose calls can ask the client, in a session, over HTTP or stdio")]
 struct Args {
-    /// Address to listen on. Port 0 picks a free port. An address other machines can
-    /// reach (anything but 127.0.0.1 or [::1]) is your explicit choice: it prints a warning.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    bind: String,
-    /// The largest request body, in bytes. A larger one is answered 413 unread.
-    #[arg(long, default_value_t = 4 * 1024 * 1024)]
-    max_body_bytes: usize,
+    // Where to listen, how much to take, and who may talk (chapter 7): endpoint.rs's flags.
+    #[command(flatten)]
+    http: endpoint::HttpFlags,
     /// Also offer `split_shift`, a tool with a bug, to see what a panicking tool does.
     #[arg(long)]
     demo_faults: bool,
-    /// Threads that answer requests [default: one per CPU core].
-    #[arg(long, value_name = "N")]
-    workers: Option<NonZeroUsize>,
-    /// Client connections open at once. Each costs a thread and a file descriptor, so
-    /// keep it well below `ulimit -n`. One more makes room: the connection that has
-    /// waited longest for its client is closed; only when every one is being served is
-    /// the newcomer answered 503.
-    #[arg(long, value_name = "N", default_value_t = 256)]
-    max_connections: usize,
-    /// On SIGTERM or Ctrl-C, how long the requests in progress may take to finish,
-    /// while no new connection is accepted (a drain; 3 s more for the last answers).
-    #[arg(long, value_name = "SECONDS", default_value_t = Config::default().drain_timeout.as_secs())]
-    drain_secs: u64,
-    /// Also answer requests whose `Host` header names this host (repeatable), e.g. the
-    /// name a reverse proxy forwards. localhost, 127.0.0.1 and [::1] always work.
-    #[arg(long = "allowed-host", value_name = "NAME")]
-    allowed_hosts: Vec<String>,
-    /// Also accept requests sent with this `Origin` (repeatable), e.g.
-    /// https://app.example.com. http://localhost, http://127.0.0.1 and http://[::1],
-    /// on any port, always work.
-    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
-    allowed_origins: Vec<String>,
-    /// Require `Authorization: Bearer TOKEN` on every request. Prefer the environment
-    /// variable MCP_WORKBOOK_TOKEN: other users of the machine can read flags with `ps`.
-    #[arg(long, value_name = "TOKEN")]
-    token: Option<String>,
     /// The most tool calls one caller may make in a minute, over HTTP and stdio alike: a
     /// caller past it is refused (429 with `Retry-After`) until its share comes back.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CALLS_PER_MINUTE, value_parser = clap::value_parser!(u32).range(1..))]
@@ -900,12 +870,12 @@ fn main() -> std::io::Result<()> {
     let args = Args::parse();
     input_required::configure(&args.state);
     connect::configure(&args.connect);
-    let workers = args.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
+    let workers = args.http.workers.or_else(|| std::thread::available_parallelism().ok()).map_or(1, NonZeroUsize::get);
     let config = Config {
         workers,
-        max_body_bytes: args.max_body_bytes,
-        max_connections: args.max_connections,
-        drain_timeout: Duration::from_secs(args.drain_secs),
+        max_body_bytes: args.http.max_body_bytes,
+        max_connections: args.http.max_connections,
+        drain_timeout: Duration::from_secs(args.http.drain_secs),
         ..Config::default()
     };
     // The catalog is built once, from the flags; every request reads the same one. It
@@ -927,8 +897,8 @@ fn main() -> std::io::Result<()> {
     if args.stdio {
         return serve_stdio(catalog, &rate_limit);
     }
-    let token = args.token.or_else(|| std::env::var(TOKEN_VARIABLE).ok()).filter(|token| !token.is_empty());
-    let guard = Guard::new(&args.bind, &args.allowed_hosts, &args.allowed_origins, token);
-    http::serve(&args.bind, config, move |request| handle(request, catalog, &guard, &rate_limit))
+    let token = args.http.token.or_else(|| std::env::var(TOKEN_VARIABLE).ok()).filter(|token| !token.is_empty());
+    let guard = Guard::new(&args.http.bind, &args.http.allowed_hosts, &args.http.allowed_origins, token);
+    http::serve(&args.http.bind, config, move |request| handle(request, catalog, &guard, &rate_limit))
 }
 // ANCHOR_END: args
