@@ -14,7 +14,9 @@
 //!   session's stream (GET) ends.
 //!
 //! - `GET /ready` and `HEAD /ready` are answered by the base before a chapter's checks
-//!   (no token, any `Host`).
+//!   (no token, any `Host`);
+//! - SIGHUP ends every chapter's server run without `--tools-off`: chapter 17's reload
+//!   takes the signal only when there is a file to reload.
 //!
 //! (A chapter 19 task that the drain waits for: `tests/tasks.rs`.)
 #![cfg(unix)]
@@ -83,6 +85,19 @@ fn every_chapter_exits_0_at_once_when_idle() {
             assert!(status.success(), "{binary}, SIG{signal}: {status}\n{}", server.stderr());
             assert!(said_draining(&server), "{binary}: {}", server.stderr());
         }
+    }
+}
+
+/// SIGHUP is a terminal's hang-up as well as an operator's reload (chapter 17's
+/// `--tools-off`): a server run without that flag keeps the signal's default and ends,
+/// so a closed terminal does not leave it holding its port.
+#[test]
+fn a_hang_up_ends_every_chapter_run_without_a_file_to_reload() {
+    for binary in &chapter_binaries_from(1) {
+        let mut server = start(binary, &[]);
+        server.signal("HUP").expect("the signal is sent");
+        let status = server.wait_for_exit(PROMPTLY).unwrap_or_else(|| panic!("{binary} still runs after SIGHUP"));
+        assert!(!status.success(), "{binary} ended by SIGHUP, not by itself: {status}");
     }
 }
 

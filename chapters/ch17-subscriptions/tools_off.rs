@@ -51,6 +51,11 @@ impl ToolsOff {
         ToolsOff { file: flags.tools_off.clone(), off: Mutex::new(BTreeSet::new()) }
     }
 
+    /// Whether `--tools-off` named a file: without one, nothing is ever off.
+    pub fn has_file(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// Whether the tool `name` is switched off.
     pub fn is_off(&self, name: &str) -> bool {
         lock(&self.off).contains(name)

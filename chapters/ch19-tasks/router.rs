@@ -61,8 +61,12 @@ impl Catalog {
     }
 
     /// Chapter 17: read `--tools-off`'s file now, and again on each SIGHUP (`main` calls
-    /// it once the catalog is built).
+    /// it once the catalog is built). Without the flag SIGHUP keeps its default: a
+    /// terminal that hangs up ends the server it started, as before chapter 17.
     pub fn watch_tools_off(&'static self) -> std::io::Result<()> {
+        if !self.tools_off.has_file() {
+            return Ok(());
+        }
         self.reload_tools_off();
         reload_on_sighup(|| self.reload_tools_off())
     }
@@ -440,7 +444,8 @@ fn cache_hints(method: &str, caller: &Caller) -> Option<(u64, &'static str)> {
 /// `resources/subscribe`, on its session's stream; in 2026-07-28 with
 /// `subscriptions/listen`. And `listChanged` for tools: an operator may switch a tool
 /// off or on while the server runs (`--tools-off`, tools_off.rs), and every client
-/// listening hears it; said always, since a SIGHUP may bring the file any time. The
+/// listening hears it. Said always: it promises a notice whenever the list changes, and
+/// a run without the flag, whose list never changes, owes none. The
 /// prompts and resources are compiled in: no `listChanged` there (what a resource holds
 /// may change, and what a caller is listed differs with its token's scopes).
 fn capabilities() -> Value {
