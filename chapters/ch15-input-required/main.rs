@@ -268,7 +268,10 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
             }),
             // In 2026-07-28 the call goes through connect.rs instead (router.rs says so).
             run: Run::Quick(|_| {
-                ToolResult::error("bank_balance asks the user at a URL, which needs protocol revision 2026-07-28.")
+                ToolResult::error(
+                    "bank_balance asks the user to connect the account at a URL, which this server does only in \
+                     protocol revision 2026-07-28.",
+                )
             }),
         },
         // ANCHOR_END: bank_balance_definition

@@ -86,8 +86,10 @@ pub fn call_connect(params: Option<&Value>, host: Option<&str>) -> Result<Value,
         lock(&USED_STATES).use_once(number, expires, now_secs()).map_err(state_refused)?;
         let mut bank = lock(&BANK);
         let action = params.pointer(&format!("/inputResponses/{CONNECT_KEY}/action")).and_then(Value::as_str);
+        // Connected is connected, whatever this answer says: the user may have pressed the
+        // button on an earlier link of the same call, then answered this one.
         match action {
-            Some("accept") if bank.connected.contains(who) => {
+            _ if bank.connected.contains(who) => {
                 bank.links.remove(&link_id(number));
                 return Ok(ToolResult::text(BALANCE).into_json());
             }

@@ -96,8 +96,10 @@ pub fn call_connect(
             NotUsed::StoreFailed(error) => store_failed(&error),
         })?;
         let action = params.pointer(&format!("/inputResponses/{CONNECT_KEY}/action")).and_then(Value::as_str);
+        // Connected is connected, whatever this answer says: the user may have pressed the
+        // button on an earlier link of the same call, then answered this one.
         match action {
-            Some("accept") if is_connected(store, who)? => {
+            _ if is_connected(store, who)? => {
                 withdraw(store, &link_id(number))?;
                 return Ok(ToolResult::text(BALANCE).into_json());
             }
