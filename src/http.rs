@@ -372,7 +372,7 @@ const SIGHUP: i32 = 1;
 /// and sshd reread their configuration on it (chapter 17's `--tools-off`). Opt-in: a
 /// chapter that never calls it keeps SIGHUP's default. It works over stdio as over HTTP
 /// (it does not need [`serve`]), unless the process was started with SIGHUP ignored
-/// (`nohup`), which stays ignored. The handler only counts; `reload` runs on a thread of
+/// (`nohup`), which stays ignored, and stderr says so. The handler only counts; `reload` runs on a thread of
 /// its own, which looks every [`SIGNAL_CHECK_INTERVAL`], once for any number of SIGHUPs
 /// come since it last looked, and then writes [`RELOADED`] to stderr. Windows has no
 /// SIGHUP (its C library refuses the number): there nothing is installed, and a reload
@@ -386,12 +386,19 @@ pub fn reload_on_sighup(reload: impl Fn() + Send + 'static) -> io::Result<()> {
         HANGUPS.fetch_add(1, Ordering::SeqCst);
     }
     let handler: extern "C" fn(i32) = on_hangup;
-    // SAFETY: as in `drain_on_signals`: a handler that only adds to an atomic.
-    unsafe {
-        if signal(SIGHUP, handler as usize) == SIG_IGN {
+    // SAFETY: as in `drain_on_signals`: a handler that only adds to an atomic, and an
+    // ignored signal put back as it was.
+    let ignored = unsafe {
+        let ignored = signal(SIGHUP, handler as usize) == SIG_IGN;
+        if ignored {
             signal(SIGHUP, SIG_IGN);
-            return Ok(());
         }
+        ignored
+    };
+    if ignored {
+        // Said, since the operator's `kill -HUP` will now do nothing at all.
+        eprintln!("SIGHUP is ignored (started with nohup?): nothing will be reloaded");
+        return Ok(());
     }
     thread::Builder::new().name("reload".into()).spawn(move || {
         let mut seen = 0;

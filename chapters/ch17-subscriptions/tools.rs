@@ -39,7 +39,8 @@ impl Tool {
 /// (chapter 17, tools_off.rs).
 pub fn tools_list(params: Option<&Value>, tools: &[Tool], off: &ToolsOff) -> Result<Value, RpcError> {
     check_cursor(params)?;
-    let listed = tools.iter().filter(|tool| !off.is_off(tool.name()));
+    let off = off.snapshot();
+    let listed = tools.iter().filter(|tool| !off.contains(tool.name()));
     Ok(json!({ "tools": listed.map(|tool| &tool.definition).collect::<Vec<_>>() }))
 }
 // ANCHOR_END: tools_list

@@ -192,7 +192,7 @@ pub fn for_2026(error: RpcError) -> RpcError {
 /// for a method that is not this file's. The router (`router.rs`) asks here.
 pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
     match method {
-        // Compiled in, the same for every caller, as `tools/list`; with authorization
+        // Compiled in and the same for every caller, as `prompts/list` is; with authorization
         // (chapter 18), `resources/list` is the caller's own: the router says so.
         "resources/list" | "resources/templates/list" => Some((CACHE_TTL_MS, "public")),
         // A resource may hold one person's data (an order is a customer's): no shared

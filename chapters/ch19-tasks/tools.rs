@@ -45,7 +45,8 @@ pub fn tools_list(
     may_call: impl Fn(&str) -> bool,
 ) -> Result<Value, RpcError> {
     check_cursor(params)?;
-    let listed = tools.iter().filter(|tool| may_call(tool.name()) && !off.is_off(tool.name()));
+    let off = off.snapshot();
+    let listed = tools.iter().filter(|tool| may_call(tool.name()) && !off.contains(tool.name()));
     Ok(json!({ "tools": listed.map(|tool| &tool.definition).collect::<Vec<_>>() }))
 }
 // ANCHOR_END: tools_list

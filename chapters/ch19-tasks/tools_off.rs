@@ -56,6 +56,12 @@ impl ToolsOff {
         self.file.is_some()
     }
 
+    /// The tools switched off now, as one set: a list filtered by it is one file's, even
+    /// if a reload lands while it is made.
+    pub fn snapshot(&self) -> BTreeSet<String> {
+        lock(&self.off).clone()
+    }
+
     /// Whether the tool `name` is switched off.
     pub fn is_off(&self, name: &str) -> bool {
         lock(&self.off).contains(name)

@@ -82,8 +82,11 @@ impl Catalog {
         if !self.tools_off.has_file() {
             return Ok(());
         }
+        // The handler first: a SIGHUP that comes while the file is first read reloads it
+        // again, instead of ending the process.
+        reload_on_sighup(|| self.reload_tools_off())?;
         self.reload_tools_off();
-        reload_on_sighup(|| self.reload_tools_off())
+        Ok(())
     }
 
     /// Read `--tools-off`'s file again, and when the tools switched off are not the ones
