@@ -15,7 +15,7 @@ use mcp_workbook::replay;
 use serde_json::{Value, json};
 
 mod common;
-use common::session_client::request;
+use common::session_client::{consent_page, request};
 use common::{chapter_binaries_from, start};
 
 const TOKEN: &str = "s3cret";
@@ -45,14 +45,6 @@ fn link(asked: &Value) -> Option<String> {
     Some(url[url.find("/connect/")?..].to_string())
 }
 
-/// `method` of `path`, as a browser sends it: the page's own `Origin`, no token.
-fn browser(address: SocketAddr, method: &str, path: &str) -> u16 {
-    let origin = format!("http://{address}");
-    let mut page = request(method, &[("Origin", origin.as_str())], "");
-    page.path = path.to_string();
-    replay::send(address, &page).expect("the page is answered").status
-}
-
 #[test]
 fn the_consent_page_needs_no_token_where_mcp_does() {
     for binary in chapter_binaries_from(15) {
@@ -62,8 +54,8 @@ fn the_consent_page_needs_no_token_where_mcp_does() {
         let unauthorized =
             replay::send(server.address, &request("POST", &[("Content-Type", "application/json")], "{}"));
         assert_eq!(unauthorized.expect("answered").status, 401, "{binary}: /mcp without the token");
-        assert_eq!(browser(server.address, "GET", &path), 200, "{binary}: the page without a token");
-        assert_eq!(browser(server.address, "POST", &path), 200, "{binary}: the button without a token");
+        assert_eq!(consent_page(server.address, "GET", &path), 200, "{binary}: the page without a token");
+        assert_eq!(consent_page(server.address, "POST", &path), 200, "{binary}: the button without a token");
         let connected = bank_balance(server.address);
         let text = connected.pointer("/result/content/0/text").and_then(Value::as_str).unwrap_or_default();
         assert!(text.contains("48,250.00"), "{binary}: not connected: {connected}");
@@ -92,9 +84,9 @@ fn an_expired_link_is_the_same_404() {
         let server = start(&binary, &["--link-ttl-secs", "1"]);
         let asked = bank_balance(server.address);
         let path = link(&asked).unwrap_or_else(|| panic!("{binary}: not asked at a URL: {asked}"));
-        assert_eq!(browser(server.address, "GET", &path), 200, "{binary}: the page before it expires");
+        assert_eq!(consent_page(server.address, "GET", &path), 200, "{binary}: the page before it expires");
         std::thread::sleep(std::time::Duration::from_millis(2100));
-        assert_eq!(browser(server.address, "GET", &path), 404, "{binary}: the page after it expired");
-        assert_eq!(browser(server.address, "POST", &path), 404, "{binary}: the button after it expired");
+        assert_eq!(consent_page(server.address, "GET", &path), 404, "{binary}: the page after it expired");
+        assert_eq!(consent_page(server.address, "POST", &path), 404, "{binary}: the button after it expired");
     }
 }

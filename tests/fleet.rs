@@ -54,7 +54,7 @@ use mcp_workbook::replay::{self, RedisServer, RunningServer, free_port};
 use serde_json::{Value, json};
 
 mod common;
-use common::session_client::{open_session, post, read_until, request};
+use common::session_client::{consent_page, listen_for, open_session, post, read_until, request};
 use common::start;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_ch20-fleet");
@@ -258,14 +258,6 @@ fn bank_balance(address: SocketAddr, extra: Value) -> Value {
     serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("{e}: {}", answer.body))
 }
 
-/// `method` of the consent page at `path`, as a browser on the page's own origin: the status.
-fn consent_page(address: SocketAddr, method: &str, path: &str) -> u16 {
-    let origin = format!("http://{address}");
-    let mut page = request(method, &[("Origin", origin.as_str())], "");
-    page.path = path.to_string();
-    replay::send(address, &page).expect("the page is answered").status
-}
-
 #[test]
 fn a_link_made_on_one_instance_connects_on_the_other() {
     let redis = redis();
@@ -384,18 +376,7 @@ fn a_listen_on_one_instance_hears_a_change_made_on_the_other() {
 /// A 2026-07-28 `subscriptions/listen` for the tool list's changes, read up to its
 /// acknowledgment.
 fn listen_for_tools(address: SocketAddr) -> (TcpStream, Vec<u8>) {
-    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
-    let params = json!({ "_meta": meta, "notifications": { "toolsListChanged": true } });
-    let body = json!({ "jsonrpc": "2.0", "id": "tools", "method": "subscriptions/listen", "params": params });
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "subscriptions/listen"),
-    ];
-    let mut stream = replay::open(address, &request("POST", &headers, &body.to_string())).expect("the listen is sent");
-    let mut raw = Vec::new();
-    read_until(&mut stream, &mut raw, "}}\n\n");
+    let (stream, raw) = listen_for(address, json!("tools"), json!({ "toolsListChanged": true }));
     assert!(String::from_utf8_lossy(&raw).contains("\"toolsListChanged\":true"), "{}", String::from_utf8_lossy(&raw));
     (stream, raw)
 }

@@ -58,8 +58,14 @@ pub fn read_until(stream: &mut TcpStream, raw: &mut Vec<u8>, needle: &str) {
 /// A 2026-07-28 `subscriptions/listen` with id `id` for `uris`, read up to its
 /// acknowledgment: the connection, and what came.
 pub fn listen(address: SocketAddr, id: Value, uris: &[&str]) -> (TcpStream, Vec<u8>) {
+    listen_for(address, id, json!({ "resourceSubscriptions": uris }))
+}
+
+/// A 2026-07-28 `subscriptions/listen` with id `id` asking for `notifications` (the
+/// request's filter, as sent), read up to its acknowledgment.
+pub fn listen_for(address: SocketAddr, id: Value, notifications: Value) -> (TcpStream, Vec<u8>) {
     let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
-    let params = json!({ "_meta": meta, "notifications": { "resourceSubscriptions": uris } });
+    let params = json!({ "_meta": meta, "notifications": notifications });
     let body = json!({ "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": params });
     let headers = [
         ("Content-Type", "application/json"),
@@ -71,4 +77,13 @@ pub fn listen(address: SocketAddr, id: Value, uris: &[&str]) -> (TcpStream, Vec<
     let mut raw = Vec::new();
     read_until(&mut stream, &mut raw, "}}\n\n");
     (stream, raw)
+}
+
+/// `method` of chapter 15's consent page at `path` (`/connect/ID`), as a browser on the
+/// page's own origin sends it (its `Origin`, no token): the status.
+pub fn consent_page(address: SocketAddr, method: &str, path: &str) -> u16 {
+    let origin = format!("http://{address}");
+    let mut page = request(method, &[("Origin", origin.as_str())], "");
+    page.path = path.to_string();
+    replay::send(address, &page).expect("the page is answered").status
 }
