@@ -88,7 +88,8 @@ impl ToolsOff {
             }
         };
         let mut off = BTreeSet::new();
-        for line in text.lines() {
+        // An editor may start a UTF-8 file with a byte order mark: it is not part of a name.
+        for line in text.trim_start_matches('\u{feff}').lines() {
             let name = line.split('#').next().unwrap_or_default().trim();
             if name.is_empty() {
                 continue;
@@ -107,8 +108,13 @@ impl ToolsOff {
     }
 }
 
-/// The file, read whole if it is at most [`MAX_TOOLS_OFF_BYTES`] and UTF-8.
+/// The file, read whole if it is a regular file of at most [`MAX_TOOLS_OFF_BYTES`], in
+/// UTF-8. Anything else at the path (a named pipe, a device) could keep the read waiting
+/// forever, and the reload with it: it is refused before it is opened.
 fn read_capped(file: &PathBuf) -> Result<String, String> {
+    if !std::fs::metadata(file).map_err(|e| e.to_string())?.is_file() {
+        return Err("not a regular file".to_string());
+    }
     let mut bytes = Vec::new();
     let opened = std::fs::File::open(file).map_err(|e| e.to_string())?;
     opened.take(MAX_TOOLS_OFF_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
@@ -146,3 +152,67 @@ pub fn tools_list_changed(sessions: &Sessions, listeners: &Listeners) {
     listeners.tools_list_changed();
 }
 // ANCHOR_END: list_changed
+
+/// A `--tools-off` file of its own for one test, with `contents`, in the temporary directory.
+#[cfg(test)]
+fn file_with(test: &str, contents: &[u8]) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("tools-off-{}-{test}", std::process::id()));
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+#[cfg(test)]
+fn tools() -> Vec<String> {
+    vec!["run_payroll".to_string(), "ping".to_string()]
+}
+
+#[test]
+fn a_reload_switches_off_the_named_tools_and_says_whether_that_changed() {
+    let path = file_with("names", "# closed for the week\nrun_payroll  # until Monday\nno_such_tool\n\n".as_bytes());
+    let off = ToolsOff::new(&ToolsOffFlags { tools_off: Some(path.clone()) });
+    assert!(off.reload(&tools()));
+    assert_eq!(off.snapshot(), BTreeSet::from(["run_payroll".to_string()]));
+    assert!(!off.reload(&tools()), "the same file again changes nothing");
+    std::fs::write(&path, "").unwrap();
+    assert!(off.reload(&tools()));
+    assert!(!off.is_off("run_payroll"));
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn a_byte_order_mark_is_not_part_of_the_first_name() {
+    let path = file_with("bom", "\u{feff}run_payroll\n".as_bytes());
+    let off = ToolsOff::new(&ToolsOffFlags { tools_off: Some(path.clone()) });
+    assert!(off.reload(&tools()));
+    assert!(off.is_off("run_payroll"));
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn a_file_that_is_not_a_list_keeps_the_last_good_one() {
+    let path = file_with("bad", b"run_payroll\n");
+    let off = ToolsOff::new(&ToolsOffFlags { tools_off: Some(path.clone()) });
+    assert!(off.reload(&tools()));
+    let too_large = vec![b'#'; MAX_TOOLS_OFF_BYTES as usize + 1];
+    for wrong in [&too_large[..], b"ping\n\xff\n"] {
+        std::fs::write(&path, wrong).unwrap();
+        assert!(!off.reload(&tools()));
+        assert_eq!(off.snapshot(), BTreeSet::from(["run_payroll".to_string()]));
+    }
+    std::fs::remove_file(&path).unwrap();
+    assert!(!off.reload(&tools()), "a file gone changes nothing either");
+    assert!(off.is_off("run_payroll"));
+}
+
+/// A named pipe at the path would keep an `open` waiting for a writer that never comes.
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_is_refused_without_waiting_for_a_writer() {
+    let path = std::env::temp_dir().join(format!("tools-off-{}-fifo", std::process::id()));
+    let made = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+    assert!(made.success());
+    let off = ToolsOff::new(&ToolsOffFlags { tools_off: Some(path.clone()) });
+    assert!(!off.reload(&tools()));
+    assert!(off.snapshot().is_empty());
+    std::fs::remove_file(path).unwrap();
+}
