@@ -737,9 +737,35 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
     chars.chunks(width).map(|chunk| chunk.iter().collect()).collect()
 }
 
-/// The last lines: how many matched, what to do next. `unchecked` counts the stdio
-/// exchanges a `--url` check had to leave out.
-pub fn summary(chapter: &Chapter, target: &Target, results: &[Checked], unchecked: usize) -> String {
+/// The exchanges a `--url` check leaves out: it can start no process and signal none.
+#[derive(Debug, Default)]
+pub struct Unchecked {
+    /// The stdio exchanges: each needs a process of its own.
+    pub stdio: usize,
+    /// The HTTP exchanges from the operator's first on (chapter 17): the operator writes
+    /// a file and signals the server's PID, and what comes after depends on it.
+    pub after_operator: usize,
+}
+
+impl Unchecked {
+    /// Leave out of `transcript` what a check of a server at a URL cannot run, and count
+    /// it. The server is reached over HTTP only: stdio exchanges need a process, and an
+    /// operator's exchange (chapter 17) a file and a PID. The exchanges after the
+    /// operator's first depend on what it switched off (a call it refused would run), so
+    /// they are left out with it.
+    pub fn leave_out(transcript: &mut Transcript) -> Unchecked {
+        let mut unchecked = Unchecked { stdio: transcript.stdio.len(), after_operator: 0 };
+        transcript.stdio.clear();
+        if let Some(first) = transcript.exchanges.iter().position(transcript::Exchange::needs_operator) {
+            unchecked.after_operator = transcript.exchanges.len() - first;
+            transcript.exchanges.truncate(first);
+        }
+        unchecked
+    }
+}
+
+/// The last lines: how many matched, what to do next, and what `unchecked` left out.
+pub fn summary(chapter: &Chapter, target: &Target, results: &[Checked], unchecked: &Unchecked) -> String {
     let total = results.len();
     let failed: Vec<usize> =
         results.iter().enumerate().filter(|(_, c)| !c.passed()).map(|(index, _)| index + 1).collect();
@@ -753,11 +779,23 @@ pub fn summary(chapter: &Chapter, target: &Target, results: &[Checked], unchecke
         Target::Url(url) => format!("cargo run -- check {} --url {url}", chapter.number),
     };
     let mut text = format!("{}\n", "─".repeat(60));
-    if unchecked > 0 {
+    if unchecked.stdio > 0 {
         text.push_str(&wrap_words(
             &format!(
-                "{unchecked} stdio exchanges were not checked: each needs a process the check starts itself. \
-                 Run the check without --url to include them."
+                "{} stdio exchanges were not checked: each needs a process the check starts itself. \
+                 Run the check without --url to include them.",
+                unchecked.stdio
+            ),
+            0,
+        ));
+    }
+    if unchecked.after_operator > 0 {
+        text.push_str(&wrap_words(
+            &format!(
+                "The last {} HTTP exchanges were not checked: from the first on, an operator switches tools \
+                 off in the server's --tools-off file and signals its process, which only a server the check \
+                 starts itself lets it do. Run the check without --url to include them.",
+                unchecked.after_operator
             ),
             0,
         ));
@@ -905,7 +943,7 @@ mod tests {
         assert!(text.contains("It stopped at exercise.rs:54:5: not yet implemented: answer it"), "{text}");
         assert!(text.contains("✗  2. One\n      the same todo!() again, at exercise.rs:54:5\n"), "{text}");
         let chapter = &chapters::CHAPTERS[0];
-        let summary = summary(chapter, &Target::Exercise, &results, 0);
+        let summary = summary(chapter, &Target::Exercise, &results, &Unchecked::default());
         assert!(summary.contains("0 of 2 exchanges"), "{summary}");
         assert!(summary.contains("2 of them stopped at a todo!()"), "{summary}");
     }
@@ -919,6 +957,25 @@ mod tests {
         assert!(text.contains("(no Content-Type header)"), "{text}");
     }
 
+    /// Chapter 17's operator switches `run_payroll` off and a later exchange calls it:
+    /// at a URL, where no operator can act, that call would run the payroll.
+    #[test]
+    fn a_check_at_a_url_leaves_out_stdio_and_everything_from_the_operators_first_exchange() {
+        let chapter = chapters::CHAPTERS.iter().find(|chapter| chapter.number == 17).unwrap();
+        let mut transcript = transcript::parse(&fs::read_to_string(chapter.transcript_path()).unwrap()).unwrap();
+        let (http, stdio) = (transcript.exchanges.len(), transcript.stdio.len());
+        let unchecked = Unchecked::leave_out(&mut transcript);
+        assert!(transcript.stdio.is_empty());
+        assert_eq!(unchecked.stdio, stdio);
+        assert!(unchecked.after_operator > 0);
+        assert_eq!(transcript.exchanges.len() + unchecked.after_operator, http);
+        assert!(!transcript.exchanges.iter().any(Exchange::needs_operator));
+        let url = Target::Url("http://127.0.0.1:8080/mcp".into());
+        let summary = summary(chapter, &url, &[], &unchecked);
+        let said = format!("The last {} HTTP exchanges were not checked", unchecked.after_operator);
+        assert!(summary.replace('\n', " ").contains(&said), "{summary}");
+    }
+
     #[test]
     fn a_reworded_error_message_passes_with_a_note() {
         let ex = exchange("One", r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: x"}}"#);
@@ -927,7 +984,7 @@ mod tests {
         assert!(all_passed(&results));
         let text = render(&results, &Target::Exercise);
         assert_eq!(text, "✓  1. One  (worded your way: fine)\n");
-        let summary = summary(&chapters::CHAPTERS[0], &Target::Exercise, &results, 0);
+        let summary = summary(&chapters::CHAPTERS[0], &Target::Exercise, &results, &Unchecked::default());
         assert!(summary.contains("1 of your answers word something differently"), "{summary}");
     }
 
@@ -939,7 +996,7 @@ mod tests {
         assert!(all_passed(&results));
         let text = render(&results, &Target::Exercise);
         assert_eq!(text, "✓  1. One  (result.isError, an optional member this chapter does not send: fine)\n");
-        let summary = summary(&chapters::CHAPTERS[0], &Target::Exercise, &results, 0);
+        let summary = summary(&chapters::CHAPTERS[0], &Target::Exercise, &results, &Unchecked::default());
         assert!(summary.contains("1 of your answers carry an optional member"), "{summary}");
     }
 

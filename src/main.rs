@@ -27,7 +27,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use mcp_workbook::carry::{self, Carry};
 use mcp_workbook::chapters::{self, Chapter};
-use mcp_workbook::check::{self, Target};
+use mcp_workbook::check::{self, Target, Unchecked};
 use mcp_workbook::mutants;
 use mcp_workbook::replay::{self, RunningServer};
 use mcp_workbook::starter;
@@ -206,7 +206,9 @@ fn binary_path(name: &str) -> PathBuf {
 }
 
 fn check(chapter: &Chapter, target: &Target) -> Result<bool, String> {
-    let (_, transcript) = load_transcript(chapter)?;
+    let (_, mut transcript) = load_transcript(chapter)?;
+    let unchecked =
+        if matches!(target, Target::Url(_)) { Unchecked::leave_out(&mut transcript) } else { Unchecked::default() };
     if *target == Target::Exercise && !chapter.exercise_path().exists() {
         return Err(format!(
             "chapter {} has no exercise yet; `cargo run -- check {} --solution` checks the chapter itself",
@@ -237,9 +239,7 @@ fn check(chapter: &Chapter, target: &Target) -> Result<bool, String> {
         }
     };
     print!("{}", check::render(&results, target));
-    // A server at a URL is reached over HTTP only: stdio exchanges need a process.
-    let unchecked = if matches!(target, Target::Url(_)) { transcript.stdio.len() } else { 0 };
-    print!("{}", check::summary(chapter, target, &results, unchecked));
+    print!("{}", check::summary(chapter, target, &results, &unchecked));
     Ok(check::all_passed(&results))
 }
 

@@ -233,6 +233,14 @@ pub enum Interruption {
     ToolsOff(Vec<String>),
 }
 
+impl Exchange {
+    /// Whether an operator acts during it (`<!-- operator: ... -->`): it needs the
+    /// server's `--tools-off` file and its PID.
+    pub fn needs_operator(&self) -> bool {
+        self.during.iter().any(|during| matches!(during.action, Interruption::ToolsOff(_)))
+    }
+}
+
 /// A request sent byte for byte (a `raw` block).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRequest {
