@@ -45,7 +45,12 @@
 //!   model, a form with defaults, enum fields), and the proxy takes the client's POSTed
 //!   answer to them itself;
 //! - the results of `initialize`, `server/discover` and `tools/list`: the fixture
-//!   capabilities and tools are added to the chapter's.
+//!   capabilities and tools are added to the chapter's;
+//! - a call of `test_trigger_tool_change`, the suite's hook to change the tool list,
+//!   when the proxy is given the chapter's `--tools-off` file and PID (chapter 17 on):
+//!   the fixture plays the chapter's operator, switching `bank_balance` off or back on
+//!   in the file and sending the chapter SIGHUP, and the notice that follows is the
+//!   chapter's own.
 //!
 //! The tasks extension's other tools get no fixture: `failing_job` (a task that ends in
 //! a tool error, and that needs the extension), `protocol_error_job` (one that ends in a
@@ -67,9 +72,11 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, ErrorKind};
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{LazyLock, Mutex, mpsc};
-use std::time::Duration;
+use std::sync::{LazyLock, Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
 
 #[derive(Parser)]
 #[command(about = "The conformance suite's fixtures in front of a running chapter (tests only)")]
@@ -80,6 +87,16 @@ struct Args {
     /// The chapter's URL, e.g. http://127.0.0.1:8080/mcp.
     #[arg(long)]
     upstream: String,
+    /// The chapter's `--tools-off` file (chapter 17 on): with `--chapter-pid` and
+    /// `--chapter-stderr`, the fixture tool `test_trigger_tool_change` plays the operator on it.
+    #[arg(long, requires_all = ["chapter_pid", "chapter_stderr"])]
+    tools_off: Option<PathBuf>,
+    /// The chapter's process, which the operator sends SIGHUP.
+    #[arg(long, requires = "tools_off")]
+    chapter_pid: Option<u32>,
+    /// The file the chapter's stderr goes to, where it says each reload is done.
+    #[arg(long, requires = "tools_off")]
+    chapter_stderr: Option<PathBuf>,
 }
 
 fn main() -> std::io::Result<()> {
@@ -87,6 +104,9 @@ fn main() -> std::io::Result<()> {
     let Some(chapter) = replay::address_of_url(&args.upstream) else {
         return Err(std::io::Error::other(format!("--upstream {:?} is not an http:// URL", args.upstream)));
     };
+    if let (Some(file), Some(pid), Some(stderr)) = (args.tools_off, args.chapter_pid, args.chapter_stderr) {
+        let _ = OPERATOR.set(Operator { file, pid, stderr, lock: Mutex::new(()) });
+    }
     http::serve(&args.bind, Config::default(), move |request| handle(chapter, request))
 }
 
@@ -465,7 +485,7 @@ const WAV: &str = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAg
 
 fn fixture_tools() -> Vec<Value> {
     let tool = |name: &str, description: &str| json!({ "name": name, "description": description, "inputSchema": { "type": "object" } });
-    vec![
+    let mut tools = vec![
         tool("test_simple_text", "Conformance fixture: returns one text block."),
         tool("test_image_content", "Conformance fixture: returns one image block (a 1x1 PNG)."),
         tool("test_audio_content", "Conformance fixture: returns one audio block (a short WAV)."),
@@ -478,7 +498,62 @@ fn fixture_tools() -> Vec<Value> {
         tool("test_input_required_result_multi_round", "Conformance fixture: asks twice, one round after the other."),
         tool("test_input_required_result_capabilities", "Conformance fixture: asks only what the client can answer."),
         tool("test_missing_capability", "Conformance fixture: refuses a client without the sampling capability."),
-    ]
+    ];
+    if OPERATOR.get().is_some() {
+        tools.push(tool(
+            "test_trigger_tool_change",
+            "Conformance fixture: switches bank_balance off or on, as an operator.",
+        ));
+    }
+    tools
+}
+
+/// The chapter's operator (chapter 17 on): its `--tools-off` file and its process.
+struct Operator {
+    file: PathBuf,
+    pid: u32,
+    stderr: PathBuf,
+    /// One switch at a time: two calls at once must not both read the file as it was.
+    lock: Mutex<()>,
+}
+
+impl Operator {
+    /// How many reloads the chapter has said are done.
+    fn reloads(&self) -> usize {
+        let said = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        said.lines().filter(|line| *line == http::RELOADED).count()
+    }
+}
+
+/// How long the operator waits for the chapter to say a reload is done.
+const RELOAD_DEADLINE: Duration = Duration::from_secs(3);
+
+static OPERATOR: OnceLock<Operator> = OnceLock::new();
+
+/// The tool the suite's hook switches: one no scenario calls through a stand-in.
+const SWITCHED_TOOL: &str = "bank_balance";
+
+/// `test_trigger_tool_change`: what the chapter's operator does (book: chapter 17, "A
+/// tool list that changes"): switch a tool off in the file, or back on, and send
+/// SIGHUP. The chapter itself then says the list changed, on every stream that asked.
+/// The call ends when the chapter has said the reload is done, as the transcripts'
+/// operator waits: the chapter looks for SIGHUPs now and then and reloads once for all
+/// that came, so a second switch sent before the first is read would undo it unseen.
+fn trigger_tool_change() -> Option<Value> {
+    let operator = OPERATOR.get()?;
+    let _one_at_a_time = operator.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let was_off = std::fs::read_to_string(&operator.file).is_ok_and(|text| text.contains(SWITCHED_TOOL));
+    let (contents, now) = if was_off { (String::new(), "on") } else { (format!("{SWITCHED_TOOL}\n"), "off") };
+    let before = operator.reloads();
+    let written = std::fs::write(&operator.file, contents);
+    let signalled = Command::new("kill").args(["-HUP", &operator.pid.to_string()]).status();
+    let deadline = Instant::now() + RELOAD_DEADLINE;
+    while operator.reloads() == before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let done = written.is_ok() && signalled.is_ok_and(|status| status.success()) && operator.reloads() > before;
+    let said = if done { format!("{SWITCHED_TOOL} is {now}") } else { "the operator could not switch it".to_string() };
+    Some(json!({ "content": [{ "type": "text", "text": said }], "isError": !done }))
 }
 
 /// A fixture tool's answer to `tools/call`, if the name is one.
@@ -504,6 +579,7 @@ fn simple_call(name: &str) -> Option<Value> {
         "test_audio_content" => json!({ "content": [audio] }),
         "test_embedded_resource" => json!({ "content": [resource] }),
         "test_multiple_content_types" => json!({ "content": [text, image, resource] }),
+        "test_trigger_tool_change" => return trigger_tool_change(),
         "test_error_handling" => json!({
             "content": [{ "type": "text", "text": "This tool always fails, on purpose." }],
             "isError": true,
