@@ -75,8 +75,9 @@ off, chapter 17), a call of NAME must bring one `ResourceUpdated` for URI,
 and once the client has left the subscription (it closes the stream over HTTP, sends
 `notifications/cancelled` over stdio) a second call must still answer.
 
-With `--list-changed NAME --operator-off CMD --operator-on CMD` (chapter 17, over
-HTTP: the run script knows the server's PID) the client listens for the tool list's
+With `--list-changed NAME --operator-off CMD --operator-on CMD` (chapter 17; over
+HTTP the run script knows the server's PID, over stdio the SDK starts the server
+through a shell that writes its PID to a file first) the client listens for the tool list's
 changes (the handshake era: on the session's stream, which the SDK opens; 2026-07-28:
 `Client.listen(tools_list_changed=True)`, which must be acknowledged), runs the shell
 command CMD_OFF (the operator: NAME into the server's --tools-off file, then SIGHUP),
