@@ -73,6 +73,7 @@ use tools::Tool;
 // A tool that panics becomes a JSON-RPC error (-32603) and the server goes on.
 // ===========================================================================
 
+// ANCHOR: server_info
 /// Who this server is, for `serverInfo`. Give it your own name and version, and what a
 /// host shows people: a title, a sentence on what the server is for, and an icon.
 const SERVER_NAME: &str = "pingme";
@@ -81,6 +82,7 @@ const SERVER_TITLE: &str = "PingME payroll";
 const SERVER_DESCRIPTION: &str = "Works out pay under one employer's rules and looks up customer orders.";
 /// The icon is the logo (YOUR RESOURCES), sent as a `data:` URI; this is its size in pixels.
 const SERVER_ICON_SIZE: &str = "16x16";
+// ANCHOR_END: server_info
 
 /// What the model should know of the whole server, beyond each tool's description
 /// (`instructions`: a host may put it in the system prompt). Write your own, or send none.

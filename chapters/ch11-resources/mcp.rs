@@ -22,6 +22,7 @@ pub fn all_versions() -> Vec<&'static str> {
     MODERN_VERSIONS.iter().chain(SUPPORTED_VERSIONS).copied().collect()
 }
 
+// ANCHOR: server_info
 /// Who this server is, as YOUR TOOLS names it (`Implementation` in the schema): in full
 /// in `initialize`'s `serverInfo` and in `server/discover`; in every other 2026-07-28
 /// result, its `identity`. `name` and `version` are for programs and logs; `title`,
@@ -64,6 +65,7 @@ impl Icon {
         Icon { src: format!("data:image/png;base64,{base64}"), mime_type: "image/png", sizes: vec![size] }
     }
 }
+// ANCHOR_END: server_info
 
 /// The handshake: agree on a revision and say what this server can do (`capabilities`,
 /// which the router says: router.rs), and what the model should know of it
