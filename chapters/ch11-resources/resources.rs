@@ -276,7 +276,7 @@ fn is_uri(text: &str) -> bool {
 }
 
 /// Bytes as base64 (RFC 4648, with `=` padding): each 3 bytes become 4 characters.
-fn base64(bytes: &[u8]) -> String {
+pub fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {

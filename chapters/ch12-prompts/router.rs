@@ -169,7 +169,7 @@ fn tools_call(params: Option<&Value>, tools: &[Tool]) -> Result<Value, RpcError>
 /// handshake era's.
 fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
-        "server/discover" => Ok(discover(capabilities(), catalog.instructions)),
+        "server/discover" => Ok(discover(capabilities(), catalog.instructions, &catalog.info)),
         "initialize" | "ping" => Err(RpcError::method_not_found(method)),
         // "Resource not found" has a code of its own in each era.
         _ => dispatch(method, params, catalog).map_err(resources::for_2026),

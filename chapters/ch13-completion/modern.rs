@@ -15,6 +15,9 @@ use crate::mcp::{MODERN_VERSIONS, SUPPORTED_VERSIONS, ServerInfo, all_versions};
 const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 
+/// The `_meta` key of every 2026-07-28 result that says who answered.
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
 /// Which era a request belongs to (`2026-07-28/basic/versioning.mdx`): one whose
 /// `_meta` carries the protocol version is modern, and so is one whose
 /// `MCP-Protocol-Version` names a modern revision, except on `initialize`, where that
@@ -124,10 +127,15 @@ fn decode_sentinel(value: &str) -> Option<String> {
 }
 
 /// What a client may learn before its first call: the revisions, what this server can
-/// do (`capabilities`, which the router says: router.rs), and the `instructions` the
-/// handshake era has from `initialize`, if any.
-pub fn discover(capabilities: Value, instructions: Option<&str>) -> Value {
-    let mut result = json!({ "supportedVersions": all_versions(), "capabilities": capabilities });
+/// do (`capabilities`, which the router says: router.rs), the `instructions` the
+/// handshake era has from `initialize`, if any, and who this server is, in full: the
+/// one answer of this era that carries the title, description and icon.
+pub fn discover(capabilities: Value, instructions: Option<&str>, info: &ServerInfo) -> Value {
+    let mut result = json!({
+        "supportedVersions": all_versions(),
+        "capabilities": capabilities,
+        "_meta": { SERVER_INFO_KEY: info },
+    });
     if let Some(instructions) = instructions {
         result["instructions"] = json!(instructions);
     }
@@ -155,7 +163,11 @@ pub fn cache_hints(method: &str) -> Option<(u64, &'static str)> {
 pub fn complete(mut result: Value, info: &ServerInfo, cache: Option<(u64, &str)>) -> Value {
     let fields = result.as_object_mut().expect("every result is an object");
     fields.insert("resultType".into(), json!("complete"));
-    fields.insert("_meta".into(), json!({ "io.modelcontextprotocol/serverInfo": info }));
+    // Who answered: `server/discover` has said it in full already; any other result
+    // says name and version (ServerInfo::identity says why).
+    let meta = fields.entry("_meta").or_insert_with(|| json!({}));
+    let meta = meta.as_object_mut().expect("`_meta` is an object");
+    meta.entry(SERVER_INFO_KEY).or_insert_with(|| info.identity());
     if let Some((ttl_ms, scope)) = cache {
         fields.insert("ttlMs".into(), json!(ttl_ms));
         fields.insert("cacheScope".into(), json!(scope));

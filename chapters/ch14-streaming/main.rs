@@ -60,7 +60,7 @@ mod stdio;
 use endpoint::handle;
 use guard::{Guard, TOKEN_VARIABLE};
 use jsonrpc::echo;
-use mcp::{Content, Level, ServerInfo, ToolResult};
+use mcp::{Content, Icon, Level, ServerInfo, ToolResult};
 use prompts::{Prompt, PromptMessage, PromptResult, quote_as_theirs};
 use rate_limit::{DEFAULT_MAX_CALLS_PER_MINUTE, RateLimit};
 use resources::{Resource, ResourceContents, ResourceTemplate, base64};
@@ -81,9 +81,14 @@ use tools::{Run, Tool};
 // A tool that panics becomes a JSON-RPC error (-32603) and the server goes on.
 // ===========================================================================
 
-/// Who this server is, for `serverInfo`. Give it your own name and version.
+/// Who this server is, for `serverInfo`. Give it your own name and version, and what a
+/// host shows people: a title, a sentence on what the server is for, and an icon.
 const SERVER_NAME: &str = "pingme";
 const SERVER_VERSION: &str = "1.0.0";
+const SERVER_TITLE: &str = "PingME payroll";
+const SERVER_DESCRIPTION: &str = "Works out pay under one employer's rules and looks up customer orders.";
+/// The icon is the logo (YOUR RESOURCES), sent as a `data:` URI; this is its size in pixels.
+const SERVER_ICON_SIZE: &str = "16x16";
 
 /// What the model should know of the whole server, beyond each tool's description
 /// (`instructions`: a host may put it in the system prompt). Write your own, or send none.
@@ -778,7 +783,13 @@ fn main() -> std::io::Result<()> {
     // lives as long as the process (`leak`): a long call goes on after its request's
     // handler has returned, and reads the catalog from another thread.
     let catalog: &'static Catalog = Box::leak(Box::new(Catalog {
-        info: ServerInfo { name: SERVER_NAME, version: SERVER_VERSION },
+        info: ServerInfo {
+            name: SERVER_NAME,
+            version: SERVER_VERSION,
+            title: SERVER_TITLE,
+            description: SERVER_DESCRIPTION,
+            icons: vec![Icon::png(&base64(LOGO_PNG), SERVER_ICON_SIZE)],
+        },
         instructions: Some(INSTRUCTIONS),
         tools: tools(args.demo_faults),
         resources: resources(),

@@ -24,12 +24,47 @@ pub fn all_versions() -> Vec<&'static str> {
     MODERN_VERSIONS.iter().chain(SUPPORTED_VERSIONS).copied().collect()
 }
 
-/// Who this server is, as YOUR TOOLS names it: `serverInfo` in the handshake, and in
-/// every 2026-07-28 result.
+/// Who this server is, as YOUR TOOLS names it (`Implementation` in the schema): in full
+/// in `initialize`'s `serverInfo` and in `server/discover`; in every other 2026-07-28
+/// result, its `identity`. `name` and `version` are for programs and logs; `title`,
+/// `description` and `icons` are for the people who pick and see servers in a host.
 #[derive(Serialize)]
 pub struct ServerInfo {
     pub name: &'static str,
     pub version: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub icons: Vec<Icon>,
+}
+
+impl ServerInfo {
+    /// The copy every 2026-07-28 result but `server/discover` carries in `_meta`: name
+    /// and version, which is all the spec's table says that copy is for ("Server name
+    /// and version"). The title, description and icon are for showing the server, which
+    /// a client does from the handshake or from `server/discover`; the icon's bytes in
+    /// every answer would be waste.
+    pub fn identity(&self) -> Value {
+        json!({ "name": self.name, "version": self.version })
+    }
+}
+
+/// An image a host may show for this server (`Icon` in the schema). A `data:` URI
+/// carries its bytes: no fetch, so no origin for a client to check, and it works over
+/// stdio and behind any proxy.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Icon {
+    pub src: String,
+    pub mime_type: &'static str,
+    pub sizes: Vec<&'static str>,
+}
+
+impl Icon {
+    /// A PNG (the type every client that shows icons must take), from its bytes already
+    /// in base64, drawn at `size` ("16x16").
+    pub fn png(base64: &str, size: &'static str) -> Icon {
+        Icon { src: format!("data:image/png;base64,{base64}"), mime_type: "image/png", sizes: vec![size] }
+    }
 }
 
 /// The handshake: agree on a revision and say what this server can do (`capabilities`,

@@ -243,7 +243,7 @@ fn tools_call(
 /// handshake era's.
 fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
-        "server/discover" => Ok(discover(capabilities(true), catalog.instructions)),
+        "server/discover" => Ok(discover(capabilities(true), catalog.instructions, &catalog.info)),
         // A log level is asked for per request now (`2026-07-28/changelog.mdx`).
         "initialize" | "ping" | "logging/setLevel" => Err(RpcError::method_not_found(method)),
         // "Resource not found" has a code of its own in each era.

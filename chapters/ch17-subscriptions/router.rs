@@ -346,7 +346,7 @@ fn tools_call(
 /// handshake era's.
 fn dispatch_modern(method: &str, params: Option<&Value>, catalog: &Catalog) -> Result<Value, RpcError> {
     match method {
-        "server/discover" => Ok(discover(capabilities(), catalog.instructions)),
+        "server/discover" => Ok(discover(capabilities(), catalog.instructions, &catalog.info)),
         // A log level is asked for per request now (`2026-07-28/changelog.mdx`), and a
         // client subscribes with `subscriptions/listen` (listen.rs), which "replaces the
         // former `resources/subscribe` RPC and the HTTP GET endpoint"

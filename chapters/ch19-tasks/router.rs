@@ -407,7 +407,7 @@ fn dispatch_modern(
         "server/discover" => {
             let mut capabilities = capabilities();
             capabilities["extensions"] = extensions();
-            Ok(discover(capabilities, catalog.instructions))
+            Ok(discover(capabilities, catalog.instructions, &catalog.info))
         }
         // ANCHOR_END: discover
         // A log level is asked for per request now (`2026-07-28/changelog.mdx`), and a

@@ -91,6 +91,7 @@ Exit codes: 0 every call as expected; 1 some call failed; 2 could not connect or
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import sys
 import urllib.parse
@@ -152,6 +153,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default: 30)")
     p.add_argument("--catalog", help="JSON file for --resources, --prompts, --completions (see CATALOG)")
+    p.add_argument(
+        "--shown",
+        action="store_true",
+        help="serverInfo must say who the server is to people: a title, a description, and a PNG icon "
+        "as a data: URI (where the client read serverInfo)",
+    )
     p.add_argument("--resources", action="store_true", help="list the resources and templates, read each")
     p.add_argument("--prompts", action="store_true", help="list the prompts, get each")
     p.add_argument("--completions", action="store_true", help="ask for the completions in the catalog")
@@ -310,7 +317,7 @@ async def run(ns: argparse.Namespace) -> int:
             who = f"{info.name} {info.version}" if info else "(no serverInfo)"
             tools, _ = await all_pages(client.list_tools, "tools")
             print(f"connected {target} mode={ns.mode} protocol={client.protocol_version} server={who} tools={len(tools)}")
-            failures += check_hints(client, tools)
+            failures += check_hints(client, tools, ns.shown)
 
             listed = {t.name for t in tools}
             for name in sorted(set(arguments) - listed):
@@ -379,12 +386,13 @@ async def run(ns: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def check_hints(client: Any, tools: list[Any]) -> int:
+def check_hints(client: Any, tools: list[Any], shown: bool) -> int:
     """What a host shows and decides by, as the SDK parsed it (chapter 3): the server's
     instructions, where the client read an answer that carries them (`initialize`, or
     `server/discover`: the answers that say who the server is; a 2026-07-28 client that
-    skips discovery reads neither), and each tool's annotations: read-only and open-world
-    always, and destructive and idempotent when it is not read-only."""
+    skips discovery reads neither), with `shown` (chapter 11) the title, description and
+    icon of serverInfo in the same answer, and each tool's annotations: read-only and
+    open-world always, and destructive and idempotent when it is not read-only."""
     failures = 0
     if client.server_info is not None:
         if client.instructions:
@@ -392,6 +400,8 @@ def check_hints(client: Any, tools: list[Any]) -> int:
         else:
             print("FAIL instructions: none in the answer the client read")
             failures += 1
+        if shown:
+            failures += check_shown(client.server_info)
     for tool in tools:
         hints = tool.annotations
         stated = hints is not None and hints.read_only_hint is not None and hints.open_world_hint is not None
@@ -430,6 +440,34 @@ class Answers:
             return ElicitResult(action=self.action)
         return ElicitResult(action=self.action, content=self.content if self.action == "accept" else None)
 
+
+
+def check_shown(info: Any) -> int:
+    """serverInfo as a host shows it (chapter 11): a title, a description, and an icon
+    that is a PNG in a `data:` URI, which decodes to bytes that are a PNG (the magic bytes,
+    as the spec asks a client to check before it renders one)."""
+    problems = []
+    if not info.title:
+        problems.append("no title")
+    if not info.description:
+        problems.append("no description")
+    icons = info.icons or []
+    prefix = "data:image/png;base64,"
+    if not icons or not icons[0].src.startswith(prefix) or icons[0].mime_type != "image/png":
+        problems.append(f"no PNG icon as a data: URI (icons={icons!r:.120})")
+    else:
+        try:
+            png = base64.b64decode(icons[0].src[len(prefix) :], validate=True)
+        except ValueError as exc:
+            png = b""
+            problems.append(f"icon is not base64: {exc}")
+        if not png.startswith(b"\x89PNG\r\n\x1a\n"):
+            problems.append(f"icon's bytes are not a PNG: {png[:8]!r}")
+    if problems:
+        print(f"FAIL serverInfo as a host shows it: {'; '.join(problems)}")
+        return 1
+    print(f"ok   serverInfo shown: {info.title!r}, a description, a {len(png)}-byte PNG icon in a data: URI")
+    return 0
 
 def open_as_a_browser(url: str) -> None:
     """What the user does with the link: the page (GET), then its button (POST), from the
