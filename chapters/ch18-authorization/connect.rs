@@ -281,8 +281,7 @@ pub fn connect_page(request: &Request, id: &str, caller: Option<&str>) -> Respon
         return page(
             200,
             "Connected",
-            "<p>The payroll bank account is connected. Go back to your MCP client: it learns this when it \
-             retries the call (nothing tells it sooner).</p>",
+            "<p>The payroll bank account is connected. Go back to your MCP client to carry on.</p>",
         );
     }
     let form = format!(

@@ -349,8 +349,14 @@ fn tools_call(
         return call_connect(params, host, caller.identity().as_deref()).map(ToolCall::Done);
     }
     if tool.name() == BANK_BALANCE {
-        return call_connect_in_session(params, host, session.map(|s| s.takes_urls), caller.identity().as_deref())
-            .map(ToolCall::Done);
+        let asked = call_connect_in_session(params, host, session.map(|s| s.takes_urls), caller.identity().as_deref());
+        // Chapter 17: the session that was sent to a URL hears on its stream when the user is done.
+        if let (Err(error), Some(session)) = (&asked, session)
+            && let Some(elicitation) = error.data.as_ref().and_then(|d| d.pointer("/elicitations/0/elicitationId"))
+        {
+            catalog.sessions.asked_at_url(&session.id, elicitation.as_str().unwrap_or_default());
+        }
+        return asked.map(ToolCall::Done);
     }
     match tool.run {
         // Nobody hears how a quick call is going; its progress token must still be one.

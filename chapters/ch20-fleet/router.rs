@@ -401,14 +401,20 @@ fn tools_call(
         return call_connect(params, host, caller.identity().as_deref(), &catalog.store).map(ToolCall::Done);
     }
     if tool.name() == BANK_BALANCE {
-        return call_connect_in_session(
+        let asked = call_connect_in_session(
             params,
             host,
             session.map(|s| s.takes_urls),
             caller.identity().as_deref(),
             &catalog.store,
-        )
-        .map(ToolCall::Done);
+        );
+        // Chapter 17: the session that was sent to a URL hears on its stream when the user is done.
+        if let (Err(error), Some(session)) = (&asked, session)
+            && let Some(elicitation) = error.data.as_ref().and_then(|d| d.pointer("/elicitations/0/elicitationId"))
+        {
+            catalog.sessions.asked_at_url(&session.id, elicitation.as_str().unwrap_or_default());
+        }
+        return asked.map(ToolCall::Done);
     }
     if tool.name() == BANK_BALANCE {
         let takes_urls = session.map(|s| s.takes_urls);
