@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::completion::completion_complete;
-use crate::connect::{BANK_BALANCE, call_connect};
+use crate::connect::{BANK_BALANCE, call_connect, call_connect_in_session};
 use crate::http::{Request, Response};
 use crate::input_required::{AskingTool, MISSING_CLIENT_CAPABILITY, call_asking};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
@@ -181,8 +181,9 @@ fn route_handshake(message: Message, via: Via, catalog: &'static Catalog) -> Rou
         }
         Message::Request { id, method, params } => {
             let session = session.as_ref();
+            let host = via.request().and_then(|request| request.header("Host"));
             let result = match method.as_str() {
-                "tools/call" => match tools_call(params.as_ref(), Era::Handshake, None, session, catalog) {
+                "tools/call" => match tools_call(params.as_ref(), Era::Handshake, host, session, catalog) {
                     Ok(ToolCall::Long(long)) => return Routed::Long(id, long),
                     Ok(ToolCall::Done(result)) => Ok(result),
                     Err(error) => Err(error),
@@ -261,8 +262,9 @@ enum ToolCall {
 
 /// `tools/call`: find the tool by its name and check its arguments, once; then run a
 /// quick tool now, start a tool that works in steps as a long call, and in 2026-07-28
-/// let a tool that asks the client ask (input_required.rs), or send the user to a URL
-/// (connect.rs: `host` is the `Host` an HTTP call came to, which the link names).
+/// let a tool that asks the client ask (input_required.rs), or, in either era, send the
+/// user to a URL (connect.rs: `host` is the `Host` an HTTP call came to, which the link
+/// names; in the handshake era, chapter 16, only a session's client that declared URL mode).
 fn tools_call(
     params: Option<&Value>,
     era: Era,
@@ -280,6 +282,9 @@ fn tools_call(
     }
     if era == Era::Modern && tool.name() == BANK_BALANCE {
         return call_connect(params, host).map(ToolCall::Done);
+    }
+    if tool.name() == BANK_BALANCE {
+        return call_connect_in_session(params, host, session.map(|s| s.takes_urls)).map(ToolCall::Done);
     }
     match tool.run {
         // Nobody hears how a quick call is going; its progress token must still be one.

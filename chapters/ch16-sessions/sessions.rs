@@ -60,6 +60,9 @@ pub struct Session {
     /// The requests its client said, in `initialize`, that it can answer: among
     /// `elicitation` (forms), `sampling` and `roots`.
     answers: Vec<&'static str>,
+    /// Its client declared URL mode (`"elicitation": {"url": {}}`): it may be sent to a
+    /// URL (connect.rs).
+    pub takes_urls: bool,
     /// The log level its client set with `logging/setLevel`.
     pub level: Level,
     /// Its client sent `notifications/initialized`: the handshake is done, and from now
@@ -141,8 +144,9 @@ impl Sessions {
         }
         let number = self.opened.fetch_add(1, Ordering::SeqCst);
         let id = format!("{}{}", self.prefix, session_id(&self.key, number));
-        let session =
-            Session { id: id.clone(), answers: answerable(capabilities), level: DEFAULT_LOG_LEVEL, initialized: false };
+        let takes_urls = capabilities.and_then(|c| c.pointer("/elicitation/url")).is_some_and(Value::is_object);
+        let answers = answerable(capabilities);
+        let session = Session { id: id.clone(), answers, takes_urls, level: DEFAULT_LOG_LEVEL, initialized: false };
         let entry = SessionEntry { session, last_used: Instant::now(), waiting: HashMap::new(), asked: 0 };
         open.insert(id.clone(), entry);
         id

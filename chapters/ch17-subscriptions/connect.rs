@@ -37,6 +37,12 @@ const LINK_TTL_SECS: u64 = 300;
 static LINK_TTL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 /// The most links open at once: one more call that needs one is told to wait.
 const MAX_OPEN_LINKS: usize = 100;
+/// What the user is told, with the link.
+const CONNECT_MESSAGE: &str =
+    "Connect the payroll bank account to this server, so that it can read the account's balance.";
+/// What a call over stdio is told: there is no page to send the user to.
+const OVER_STDIO: &str = "bank_balance needs the payroll bank account connected, on a web page this server serves \
+    over HTTP; over stdio it has none. Run the server over HTTP to connect the account.";
 /// What the stand-in bank answers: a fixed figure.
 const BALANCE: &str = "The payroll account holds 48,250.00 (the stand-in bank's fixed figure).";
 
@@ -108,11 +114,7 @@ pub fn call_connect(params: Option<&Value>, host: Option<&str>) -> Result<Value,
     }
     // Over stdio the server has no web address to send the user to.
     let Some(host) = host else {
-        return Ok(ToolResult::error(
-            "bank_balance needs the payroll bank account connected, on a web page this server serves over HTTP; \
-             over stdio it has none. Run the server over HTTP to connect the account.",
-        )
-        .into_json());
+        return Ok(ToolResult::error(OVER_STDIO).into_json());
     };
     // Ask only a client that takes URL mode (`2026-07-28/client/elicitation.mdx`,
     // Capabilities): the same -32021 as `approve_payroll` gives a client without forms.
@@ -129,28 +131,102 @@ pub fn call_connect(params: Option<&Value>, host: Option<&str>) -> Result<Value,
             data: Some(json!({ "requiredCapabilities": { "elicitation": { "url": {} } } })),
         });
     }
-    let state = sign_state(&call, now_secs() + STATE_TTL_SECS);
-    let number = state.split('.').nth(1).and_then(|n| n.parse().ok()).expect("v2.NUMBER.EXPIRES...");
-    let id = link_id(number);
-    if !lock(&BANK).open(id.clone(), who, now_secs()) {
-        return Ok(ToolResult::error(format!(
-            "Too many bank connections are waiting to be made; try again in {} minutes.",
-            link_ttl().div_ceil(60)
-        ))
-        .into_json());
-    }
+    let Some((state, id)) = new_link(&call, who) else {
+        return Ok(ToolResult::error(too_many_links()).into_json());
+    };
     Ok(json!({
         "resultType": "input_required",
         "inputRequests": { CONNECT_KEY: {
             "method": "elicitation/create",
             "params": {
                 "mode": "url",
-                "message": "Connect the payroll bank account to this server, so that it can read the account's balance.",
+                "message": CONNECT_MESSAGE,
                 "url": format!("http://{host}{CONNECT_PATH}{id}"),
             },
         }},
         "requestState": state,
     }))
+}
+
+// ANCHOR: connect_in_session
+/// 2025-11-25's code for "this request cannot go on until the user has done what a
+/// URL-mode elicitation asks" (`URLElicitationRequiredError`, schema.ts).
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// `tools/call` of `bank_balance` in the handshake era (chapter 16): the balance, when
+/// the caller has connected the account; else the error -32042, which hands the client
+/// a link to the same consent page as 2026-07-28's, under an `elicitationId`. The user
+/// opens it; the client calls again, a new call that finds the account connected, or
+/// not yet (then -32042 again, with a new link). `takes_urls`: whether the client
+/// declared URL mode in `initialize`; `None` outside a session, where it declared nothing.
+pub fn call_connect_in_session(
+    params: Option<&Value>,
+    host: Option<&str>,
+    takes_urls: Option<bool>,
+) -> Result<Value, RpcError> {
+    let params = params.expect("the tool was found by the name they hold");
+    let who = PRINCIPAL;
+    if lock(&BANK).connected.contains(who) {
+        return Ok(ToolResult::text(BALANCE).into_json());
+    }
+    let Some(host) = host else {
+        return Ok(ToolResult::error(OVER_STDIO).into_json());
+    };
+    // "Servers MUST NOT send elicitation requests with modes that are not supported by
+    // the client": a client that did not declare URL mode learns why in a failed result,
+    // as a form-only client asked for a form does (sessions.rs); -32021 is 2026-07-28's.
+    let lacks = match takes_urls {
+        Some(true) => None,
+        Some(false) => Some(format!(
+            "{BANK_BALANCE} asks the user to connect the payroll bank account at a URL, and the client did not \
+             declare the `elicitation` capability with url mode in `initialize`, so it cannot send them there. Do \
+             not call {BANK_BALANCE} again in this session."
+        )),
+        None => Some(format!(
+            "{BANK_BALANCE} asks the user to connect the payroll bank account at a URL, which takes a session whose \
+             client declared the `elicitation` capability with url mode: call `initialize` first, then send its \
+             `Mcp-Session-Id` with the call."
+        )),
+    };
+    if let Some(lacks) = lacks {
+        return Ok(ToolResult::error(lacks).into_json());
+    }
+    let call = originating_call(BANK_BALANCE, params.get("arguments"));
+    let Some((_, id)) = new_link(&call, who) else {
+        return Ok(ToolResult::error(too_many_links()).into_json());
+    };
+    Err(RpcError {
+        code: URL_ELICITATION_REQUIRED,
+        message: format!("{BANK_BALANCE} needs the payroll bank account connected first, at the URL given"),
+        data: Some(json!({ "elicitations": [{
+            "mode": "url",
+            "elicitationId": elicitation_id(&id),
+            "url": format!("http://{host}{CONNECT_PATH}{id}"),
+            "message": CONNECT_MESSAGE,
+        }]})),
+    })
+}
+
+/// The `elicitationId` of link `id`: the client's name for what it asked, which the
+/// completion notice repeats. Derived from the id, not the id itself: a client may show
+/// or log it, and it opens nothing.
+pub fn elicitation_id(id: &str) -> String {
+    format!("{}{}", state_tag(&format!("elicitation {id} a")), state_tag(&format!("elicitation {id} b")))
+}
+// ANCHOR_END: connect_in_session
+
+/// A new link for `who`, issued with a new state for `call`: the state and the link's
+/// id; `None` when `MAX_OPEN_LINKS` are open.
+fn new_link(call: &str, who: &str) -> Option<(String, String)> {
+    let state = sign_state(call, now_secs() + STATE_TTL_SECS);
+    let number = state.split('.').nth(1).and_then(|n| n.parse().ok()).expect("v2.NUMBER.EXPIRES...");
+    let id = link_id(number);
+    lock(&BANK).open(id.clone(), who, now_secs()).then_some((state, id))
+}
+
+/// What a call is told when `MAX_OPEN_LINKS` are open.
+fn too_many_links() -> String {
+    format!("Too many bank connections are waiting to be made; try again in {} minutes.", link_ttl().div_ceil(60))
 }
 
 /// How long a link stays open: `LINK_TTL_SECS`, or `--link-ttl-secs`.
@@ -199,8 +275,7 @@ pub fn connect_page(request: &Request, id: &str) -> Response {
         return page(
             200,
             "Connected",
-            "<p>The payroll bank account is connected. Go back to your MCP client: it learns this when it \
-             retries the call (nothing tells it sooner).</p>",
+            "<p>The payroll bank account is connected. Go back to your MCP client to carry on.</p>",
         );
     }
     let form = format!(

@@ -8,7 +8,7 @@ use std::num::NonZeroUsize;
 
 use serde_json::Value;
 
-use crate::connect::{CONNECT_PATH, connect_page};
+use crate::connect::{CONNECT_PATH, connect_page, elicitation_id};
 use crate::framing::{allows_event_stream, is_json, response_format};
 use crate::guard::Guard;
 use crate::http::{Config, Request, Response};
@@ -28,7 +28,12 @@ pub fn handle(request: &Request, catalog: &'static Catalog, guard: &Guard, rate_
     // token: the guard checks their `Host` and `Origin` only. The link's id is what
     // opens one: 128 bits, good for one use, for a few minutes.
     if let Some(id) = request.path.strip_prefix(CONNECT_PATH) {
-        return guard.admit_browser(request).map_or_else(|refusal| refusal, |()| connect_page(request, id));
+        let answer = guard.admit_browser(request).map_or_else(|refusal| refusal, |()| connect_page(request, id));
+        // Chapter 17: a link used up (a `POST` that connected) is told to the session sent to it.
+        if request.method == "POST" && answer.status == 200 {
+            catalog.sessions.url_completed(&elicitation_id(id));
+        }
+        return answer;
     }
     // Who is asking comes first: a request the guard refuses learns nothing else.
     if let Err(refusal) = guard.admit(request) {

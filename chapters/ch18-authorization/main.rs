@@ -283,13 +283,8 @@ fn tools(demo_faults: bool) -> Vec<Tool> {
                 "inputSchema": { "type": "object", "additionalProperties": false },
                 "annotations": { "readOnlyHint": true, "openWorldHint": true },
             }),
-            // In 2026-07-28 the call goes through connect.rs instead (router.rs says so).
-            run: Run::Quick(|_| {
-                ToolResult::error(
-                    "bank_balance asks the user to connect the account at a URL, which this server does only in \
-                     protocol revision 2026-07-28.",
-                )
-            }),
+            // The call goes through connect.rs instead, in either era (router.rs says so).
+            run: Run::Quick(|_| ToolResult::error("bank_balance is answered by connect.rs; this never runs.")),
         },
         // ANCHOR_END: bank_balance_definition
     ];

@@ -10,7 +10,7 @@ use std::num::NonZeroUsize;
 use serde_json::Value;
 
 use crate::authorization::{Authorization, Caller};
-use crate::connect::{CONNECT_PATH, connect_page};
+use crate::connect::{CONNECT_PATH, connect_page, elicitation_id};
 use crate::framing::{allows_event_stream, is_json, response_format};
 use crate::guard::Guard;
 use crate::http::{Config, Request, Response};
@@ -45,7 +45,12 @@ pub fn handle(
             Some(Err(refusal)) => return refusal,
             None => None,
         };
-        return connect_page(request, id, caller.as_deref());
+        let answer = connect_page(request, id, caller.as_deref());
+        // Chapter 17: a link used up (a `POST` that connected) is told to the session sent to it.
+        if request.method == "POST" && answer.status == 200 {
+            catalog.sessions.url_completed(&elicitation_id(id));
+        }
+        return answer;
     }
     // Who is asking comes first: a request the guard refuses learns nothing else.
     if let Err(refusal) = guard.admit(request) {

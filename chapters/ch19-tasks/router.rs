@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::authorization::{Caller, Scopes};
 use crate::completion::completion_complete;
-use crate::connect::{BANK_BALANCE, call_connect};
+use crate::connect::{BANK_BALANCE, call_connect, call_connect_in_session};
 use crate::http::{Request, Response, reload_on_sighup};
 use crate::input_required::{AskingTool, MISSING_CLIENT_CAPABILITY, call_asking, takes_forms};
 use crate::jsonrpc::{Message, RpcError, echo, reply};
@@ -247,8 +247,9 @@ fn route_handshake(message: Message, via: Via, caller: &Caller, catalog: &'stati
         }
         Message::Request { id, method, params } => {
             let session = session.as_ref();
+            let host = via.request().and_then(|request| request.header("Host"));
             let result = match method.as_str() {
-                "tools/call" => match tools_call(params.as_ref(), Era::Handshake, None, session, caller, catalog) {
+                "tools/call" => match tools_call(params.as_ref(), Era::Handshake, host, session, caller, catalog) {
                     Ok(ToolCall::Long(long)) => return Routed::Long(id, long),
                     Ok(ToolCall::Done(result)) => Ok(result),
                     Err(error) => Err(error),
@@ -338,8 +339,9 @@ enum ToolCall {
 
 /// `tools/call`: find the tool by its name and check its arguments, once; then run a
 /// quick tool now, start a tool that works in steps as a long call, and in 2026-07-28
-/// let a tool that asks the client ask (input_required.rs), or send the user to a URL
-/// (connect.rs: `host` is the `Host` an HTTP call came to, which the link names).
+/// let a tool that asks the client ask (input_required.rs), or, in either era, send the
+/// user to a URL (connect.rs: `host` is the `Host` an HTTP call came to, which the link
+/// names; in the handshake era, chapter 16, only a session's client that declared URL mode).
 fn tools_call(
     params: Option<&Value>,
     era: Era,
@@ -380,6 +382,16 @@ fn tools_call(
     }
     if era == Era::Modern && tool.name() == BANK_BALANCE {
         return call_connect(params, host, caller.identity().as_deref()).map(ToolCall::Done);
+    }
+    if tool.name() == BANK_BALANCE {
+        let asked = call_connect_in_session(params, host, session.map(|s| s.takes_urls), caller.identity().as_deref());
+        // Chapter 17: the session that was sent to a URL hears on its stream when the user is done.
+        if let (Err(error), Some(session)) = (&asked, session)
+            && let Some(elicitation) = error.data.as_ref().and_then(|d| d.pointer("/elicitations/0/elicitationId"))
+        {
+            catalog.sessions.asked_at_url(&session.id, elicitation.as_str().unwrap_or_default());
+        }
+        return asked.map(ToolCall::Done);
     }
     match tool.run {
         // Nobody hears how a quick call is going; its progress token must still be one.

@@ -7,16 +7,17 @@
 //! answer comes back in a POST of its own: the server must know which client sent it,
 //! and hand it to the call of that client still waiting on its stream.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use crate::framing::write_line;
 use crate::http::{Request, Response};
 use crate::input_required::{parse_state_key, random_key, siphash_2_4};
-use crate::jsonrpc::{RpcError, refusal, reply};
+use crate::jsonrpc::{RpcError, notification, refusal, reply};
 use crate::mcp::{DEFAULT_LOG_LEVEL, Level, lock};
 
 // ANCHOR: sessions
@@ -64,6 +65,9 @@ pub struct Session {
     /// The requests its client said, in `initialize`, that it can answer: among
     /// `elicitation` (forms), `sampling` and `roots`.
     answers: Vec<&'static str>,
+    /// Its client declared URL mode (`"elicitation": {"url": {}}`): it may be sent to a
+    /// URL (connect.rs).
+    pub takes_urls: bool,
     /// The log level its client set with `logging/setLevel`.
     pub level: Level,
     /// Its client sent `notifications/initialized`: the handshake is done, and from now
@@ -89,6 +93,10 @@ pub struct SessionEntry {
     /// Its own stream, when one is open (chapter 17), and how many it opened.
     pub stream: Option<SessionStream>,
     pub streams: u64,
+    /// The `elicitationId`s of the links its calls were sent to (chapter 17): the
+    /// user's `POST` on one of them is told on this session's stream. The last
+    /// `MAX_URLS_ASKED` only.
+    urls_asked: VecDeque<String>,
 }
 
 /// A session's own stream, where its messages that answer no request go (chapter 17,
@@ -180,7 +188,9 @@ impl Sessions {
         let number = self.opened.fetch_add(1, Ordering::SeqCst);
         let id = format!("{}{}", self.prefix, session_id(&self.key, number));
         let answers = answerable(capabilities);
-        let session = Session { id: id.clone(), answers, level: DEFAULT_LOG_LEVEL, initialized: false, owner };
+        let takes_urls = capabilities.and_then(|c| c.pointer("/elicitation/url")).is_some_and(Value::is_object);
+        let session =
+            Session { id: id.clone(), answers, takes_urls, level: DEFAULT_LOG_LEVEL, initialized: false, owner };
         let entry = SessionEntry {
             session,
             last_used: Instant::now(),
@@ -189,6 +199,7 @@ impl Sessions {
             subscribed: BTreeSet::new(),
             stream: None,
             streams: 0,
+            urls_asked: VecDeque::new(),
         };
         open.insert(id.clone(), entry);
         id
@@ -291,6 +302,49 @@ pub fn session_id(key: &[u8; 16], number: u64) -> String {
     format!("{:016x}{:016x}", half(0), half(1))
 }
 // ANCHOR_END: sessions
+
+// ANCHOR: url_complete
+/// The most links a session's calls may wait to hear of at once: one more forgets the
+/// oldest, whose `POST` then tells nobody (the client learns on its retry).
+const MAX_URLS_ASKED: usize = 16;
+
+impl Sessions {
+    /// A call in session `id` sent its client to a URL, under `elicitation_id` (-32042,
+    /// connect.rs): the session hears when the user is done there.
+    pub fn asked_at_url(&self, id: &str, elicitation_id: &str) {
+        if let Some(entry) = lock(&self.open).get_mut(id) {
+            if entry.urls_asked.len() >= MAX_URLS_ASKED {
+                entry.urls_asked.pop_front();
+            }
+            entry.urls_asked.push_back(elicitation_id.to_string());
+        }
+    }
+
+    /// The user has done what `elicitation_id` asked (the consent page's `POST`):
+    /// `notifications/elicitation/complete` to the one session that was asked, on its
+    /// stream, once. A session with no stream open misses it, as it misses any notice:
+    /// its client learns on its retry.
+    pub fn url_completed(&self, elicitation_id: &str) {
+        let message = notification("notifications/elicitation/complete", json!({ "elicitationId": elicitation_id }));
+        let mut to_stdout = false;
+        for entry in lock(&self.open).values_mut() {
+            let Some(at) = entry.urls_asked.iter().position(|asked| asked == elicitation_id) else { continue };
+            entry.urls_asked.remove(at);
+            match &entry.stream {
+                Some(SessionStream::Http { messages, .. }) => {
+                    let _ = messages.try_send(message.clone());
+                }
+                Some(SessionStream::Stdout) => to_stdout = true,
+                None => {}
+            }
+        }
+        // Written once the lock is let go: a host slow to read stdout holds no session.
+        if to_stdout {
+            let _ = write_line(message.to_string().as_bytes());
+        }
+    }
+}
+// ANCHOR_END: url_complete
 
 // ANCHOR: open_session
 /// `initialize` in a session: the handshake's `answer` (mcp.rs's `initialize`, which

@@ -60,6 +60,17 @@ end in the result, without isError; then a third call must not ask at all. Where
 before this one has connected already (the same server, another mode), the first call
 is not asked either, and says so.
 
+In the handshake era (a 2025-11-25 session, chapter 16 on) the same `--connect` goes the
+way of that revision: the call must fail with the JSON-RPC error -32042
+(`UrlElicitationRequiredError`) holding one URL-mode elicitation (`mode`, `message`,
+`url`, `elicitationId`); the user opens the URL as above; the client waits for
+`notifications/elicitation/complete` with that `elicitationId` (with `--expect-complete`
+it must come within COMPLETE_WAIT seconds: chapter 17 on, where the session has its
+stream; without, the client waits NO_STREAM_WAIT and retries anyway, as the spec lets
+it); the retry must end in the result. `--url-required NAME` (a run that checks the
+question, not the page: behind nginx, in the proxy part): NAME must fail with -32042 and a
+URL, and the link is not opened.
+
 With --resources every listed resource is read too, and must answer contents with
 text or a blob; the template list must not be empty. With --prompts every listed
 prompt is got, and must answer at least one message.
@@ -99,12 +110,17 @@ import urllib.request
 from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters, UrlElicitationRequiredError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import ElicitResult
 
 MODES = ("legacy", "auto", "2026-07-28")
+# The longest the client waits for `notifications/elicitation/complete`, in seconds.
+COMPLETE_WAIT = 10.0
+# ... and without --expect-complete, where the notice has nowhere to travel (chapter 16).
+NO_STREAM_WAIT = 1.0
+URL_ELICITATION_REQUIRED = -32042
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -175,6 +191,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=[],
         metavar="NAME",
         help="this tool sends the user to a URL: declined, then opened (GET, POST) and accepted, then not asked (repeatable)",
+    )
+    p.add_argument(
+        "--expect-complete",
+        action="store_true",
+        help="--connect in a 2025-11-25 session: notifications/elicitation/complete must come before the retry",
+    )
+    p.add_argument(
+        "--url-required",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="in a 2025-11-25 session this tool must answer -32042 with a URL, not opened (repeatable)",
     )
     p.add_argument(
         "--subscribe",
@@ -300,6 +328,8 @@ async def run(ns: argparse.Namespace) -> int:
             updates.append(str(notification.params.uri))
         if getattr(notification, "method", None) == "notifications/tools/list_changed":
             updates.append(TOOLS_LIST_CHANGED)
+        if getattr(notification, "method", None) == "notifications/elicitation/complete":
+            user.completed.append(notification.params.elicitation_id)
 
     # The user, for the tools that ask: what check_ask sets, and each question asked.
     user = Answers()
@@ -332,7 +362,7 @@ async def run(ns: argparse.Namespace) -> int:
             for name in sorted(set(asks) - listed):
                 print(f"FAIL {name}: named in --ask but not listed by the server")
                 failures += 1
-            for name in sorted(set(ns.connect) - listed):
+            for name in sorted(set(ns.connect + ns.url_required) - listed):
                 print(f"FAIL {name}: named in --connect but not listed by the server")
                 failures += 1
             for name in sorted(set(ns.only) - listed):
@@ -340,7 +370,8 @@ async def run(ns: argparse.Namespace) -> int:
                 failures += 1
 
             for tool in tools:
-                if (ns.only and tool.name not in ns.only) or tool.name in asks or tool.name in ns.connect:
+                skip = asks.keys() | set(ns.connect) | set(ns.url_required)
+                if (ns.only and tool.name not in ns.only) or tool.name in skip:
                     continue
                 args = arguments.get(tool.name, {})
                 try:
@@ -362,8 +393,13 @@ async def run(ns: argparse.Namespace) -> int:
                 if name in listed:
                     failures += await check_ask(client, name, arguments.get(name, {}), content, user)
             for name in ns.connect:
-                if name in listed:
+                if name in listed and client.protocol_version == "2026-07-28":
                     failures += await check_connect(client, name, user)
+                elif name in listed:
+                    failures += await check_connect_in_session(client, name, user, ns.expect_complete)
+            for name in ns.url_required:
+                if name in listed:
+                    failures += await check_url_required(client, name)
             for name in ns.stream:
                 failures += await check_stream(client, name, logs)
             modern = client.protocol_version == "2026-07-28"
@@ -429,6 +465,8 @@ class Answers:
         # URL mode: the URLs asked to open, and whether the user opens one before accepting.
         self.urls: list[str] = []
         self.opens = False
+        # The `elicitationId`s of every `notifications/elicitation/complete` heard, in order.
+        self.completed: list[str] = []
 
     async def answer(self, context: Any, params: Any) -> Any:
         self.questions.append(params.message)
@@ -511,6 +549,76 @@ async def check_connect(client: Any, name: str, user: Answers) -> int:
         if not fine:
             return 1
     return 0
+
+
+async def url_elicitation(client: Any, name: str) -> tuple[Any, Any]:
+    """Call NAME in a 2025-11-25 session: (the result, None) when it answers one, (None, the
+    one URL-mode elicitation of its -32042). Any other error raises."""
+    try:
+        return await client.call_tool(name, {}), None
+    except MCPError as exc:
+        if exc.code != URL_ELICITATION_REQUIRED:
+            raise
+        elicitations = UrlElicitationRequiredError.from_error(exc.error).elicitations
+        if len(elicitations) != 1:
+            raise RuntimeError(f"-32042 with {len(elicitations)} elicitations, not one") from exc
+        return None, elicitations[0]
+
+
+def looks_right(elicitation: Any) -> bool:
+    """A URL-mode elicitation as the schema has it: mode url, an id, a message, an http(s) URL."""
+    return (elicitation.mode == "url" and bool(elicitation.elicitation_id) and bool(elicitation.message)
+            and elicitation.url.startswith(("http://", "https://")))
+
+
+async def check_connect_in_session(client: Any, name: str, user: Answers, expect_complete: bool) -> int:
+    """Call NAME in a 2025-11-25 session: -32042 with one URL-mode elicitation; the user
+    opens the URL (GET, POST); the completion notice, when it comes (it must, with
+    expect_complete); the retry, the result."""
+    try:
+        result, asked = await url_elicitation(client, name)
+        if asked is None:
+            fine = not result.is_error
+            said = "connected already, not sent to a URL" if fine else "isError"
+            print(f"{'ok  ' if fine else 'FAIL'} connect {name} in a session: {said}: {summarize(result)}")
+            return 0 if fine else 1
+        if not looks_right(asked):
+            print(f"FAIL connect {name} in a session: -32042, but not a URL-mode elicitation: {asked!r}")
+            return 1
+        # The test plays the user; a real client MUST NOT open the URL without the user's consent.
+        await anyio.to_thread.run_sync(open_as_a_browser, asked.url)
+        wait = COMPLETE_WAIT if expect_complete else NO_STREAM_WAIT
+        with anyio.move_on_after(wait):
+            while asked.elicitation_id not in user.completed:
+                await anyio.sleep(0.05)
+        told = asked.elicitation_id in user.completed
+        result, again = await url_elicitation(client, name)
+    except Exception as exc:
+        print(f"FAIL connect {name} in a session: {one_line(exc)}")
+        return 1
+    fine = again is None and not result.is_error and (told or not expect_complete)
+    notice = "told by notifications/elicitation/complete" if told else f"no completion notice in {wait:g} s"
+    outcome = summarize(result) if result is not None else "-32042 again"
+    print(f"{'ok  ' if fine else 'FAIL'} connect {name} in a session: -32042 url {asked.url}, opened, {notice}; "
+          f"the retry: {outcome}")
+    return 0 if fine else 1
+
+
+async def check_url_required(client: Any, name: str) -> int:
+    """NAME in a 2025-11-25 session: -32042 with one URL-mode elicitation, not opened (or,
+    connected already, the result)."""
+    try:
+        result, asked = await url_elicitation(client, name)
+    except Exception as exc:
+        print(f"FAIL url-required {name}: {one_line(exc)}")
+        return 1
+    if asked is None:
+        fine = not result.is_error
+        print(f"{'ok  ' if fine else 'FAIL'} url-required {name}: connected already: {summarize(result)}")
+        return 0 if fine else 1
+    fine = looks_right(asked)
+    print(f"{'ok  ' if fine else 'FAIL'} url-required {name}: -32042 url {asked.url}, not opened")
+    return 0 if fine else 1
 
 
 async def check_ask(client: Any, name: str, args: dict[str, Any], content: dict[str, Any], user: Answers) -> int:
