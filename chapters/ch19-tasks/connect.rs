@@ -84,8 +84,8 @@ pub fn call_connect(params: Option<&Value>, host: Option<&str>, caller: Option<&
     let who = caller.unwrap_or(ANYONE);
     let call = originating_call(caller, BANK_BALANCE, params.get("arguments"));
     if let Some(state) = params.get("requestState") {
-        // A retry: the state is checked and used up as `approve_payroll`'s is. Its
-        // number names the link it was issued with, which an answer withdraws. A retry
+        // A retry: the state is checked and used up as `approve_payroll`'s is. It names
+        // the link it was issued with, which an answer withdraws. A retry
         // that finds the account not connected yet asks again with a new link, and
         // leaves the first open (the user may be on its page): both expire by themselves.
         let state = state.as_str().ok_or_else(|| RpcError::invalid_params("`requestState` must be a string"))?;
@@ -97,11 +97,11 @@ pub fn call_connect(params: Option<&Value>, host: Option<&str>, caller: Option<&
         // button on an earlier link of the same call, then answered this one.
         match action {
             _ if bank.connected.contains(who) => {
-                bank.links.remove(&link_id(number));
+                bank.links.remove(&link_id(state));
                 return Ok(ToolResult::text(BALANCE).into_json());
             }
             Some("decline" | "cancel") => {
-                bank.links.remove(&link_id(number));
+                bank.links.remove(&link_id(state));
                 let refused = "The user did not connect the payroll bank account, so its balance was not read. \
                     Do not call bank_balance again unless the user asks to connect it.";
                 return Ok(ToolResult::error(refused).into_json());
@@ -222,8 +222,7 @@ pub fn elicitation_id(id: &str) -> String {
 /// id; `None` when `MAX_OPEN_LINKS` are open.
 fn new_link(call: &str, who: &str) -> Option<(String, String)> {
     let state = sign_state(call, now_secs() + STATE_TTL_SECS);
-    let number = state.split('.').nth(1).and_then(|n| n.parse().ok()).expect("v2.NUMBER.EXPIRES...");
-    let id = link_id(number);
+    let id = link_id(&state);
     lock(&BANK).open(id.clone(), who, now_secs()).then_some((state, id))
 }
 
@@ -253,10 +252,13 @@ pub fn configure(flags: &ConnectFlags) {
     }
 }
 
-/// The link issued with the state numbered `number`: 128 bits no one can guess or
-/// derive without the state key, and nothing about the user.
-fn link_id(number: u64) -> String {
-    format!("{}{}", state_tag(&format!("link {number} a")), state_tag(&format!("link {number} b")))
+/// The link issued with `state`: 128 bits no one can guess or derive without the state
+/// key, and nothing about the user. Made from the whole state, not its number alone: a
+/// restart with the same `--state-key` counts numbers from 1 again, and a link made from
+/// the number would be the address of a link issued before it; the state's expiry,
+/// from a clock that has moved on, makes the new one another.
+fn link_id(state: &str) -> String {
+    format!("{}{}", state_tag(&format!("link {state} a")), state_tag(&format!("link {state} b")))
 }
 // ANCHOR_END: connect
 

@@ -91,8 +91,8 @@ pub fn call_connect(
     let who = caller.unwrap_or(ANYONE);
     let call = originating_call(caller, BANK_BALANCE, params.get("arguments"));
     if let Some(state) = params.get("requestState") {
-        // A retry: the state is checked and used up as `approve_payroll`'s is. Its
-        // number names the link it was issued with, which an answer withdraws. A retry
+        // A retry: the state is checked and used up as `approve_payroll`'s is. It names
+        // the link it was issued with, which an answer withdraws. A retry
         // that finds the account not connected yet asks again with a new link, and
         // leaves the first open (the user may be on its page): both expire by themselves.
         let state = state.as_str().ok_or_else(|| RpcError::invalid_params("`requestState` must be a string"))?;
@@ -106,11 +106,11 @@ pub fn call_connect(
         // button on an earlier link of the same call, then answered this one.
         match action {
             _ if is_connected(store, who)? => {
-                withdraw(store, &link_id(number))?;
+                withdraw(store, &link_id(state))?;
                 return Ok(ToolResult::text(BALANCE).into_json());
             }
             Some("decline" | "cancel") => {
-                withdraw(store, &link_id(number))?;
+                withdraw(store, &link_id(state))?;
                 let refused = "The user did not connect the payroll bank account, so its balance was not read. \
                     Do not call bank_balance again unless the user asks to connect it.";
                 return Ok(ToolResult::error(refused).into_json());
@@ -232,8 +232,7 @@ pub fn elicitation_id(id: &str) -> String {
 /// process: the state and the link's id; `None` when `MAX_OPEN_LINKS` are open.
 fn new_link(call: &str, who: &str, store: &Store) -> Result<Option<(String, String)>, RpcError> {
     let state = sign_state(call, now_secs() + STATE_TTL_SECS);
-    let number = state.split('.').nth(1).and_then(|n| n.parse().ok()).expect("v2.NUMBER.EXPIRES...");
-    let id = link_id(number);
+    let id = link_id(&state);
     let opened = match store.open_link(&id, who, Duration::from_secs(link_ttl())).map_err(|e| store_failed(&e))? {
         Some(()) => true,
         None => lock(&BANK).open(id.clone(), who, now_secs()),
@@ -292,10 +291,13 @@ pub fn configure(flags: &ConnectFlags) {
     }
 }
 
-/// The link issued with the state numbered `number`: 128 bits no one can guess or
-/// derive without the state key, and nothing about the user.
-fn link_id(number: u64) -> String {
-    format!("{}{}", state_tag(&format!("link {number} a")), state_tag(&format!("link {number} b")))
+/// The link issued with `state`: 128 bits no one can guess or derive without the state
+/// key, and nothing about the user. Made from the whole state, not its number alone: a
+/// restart with the same `--state-key` counts numbers from 1 again, and a link made from
+/// the number would be the address of a link issued before it; the state's expiry,
+/// from a clock that has moved on, makes the new one another.
+fn link_id(state: &str) -> String {
+    format!("{}{}", state_tag(&format!("link {state} a")), state_tag(&format!("link {state} b")))
 }
 // ANCHOR_END: connect
 
