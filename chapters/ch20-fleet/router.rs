@@ -416,11 +416,6 @@ fn tools_call(
         }
         return asked.map(ToolCall::Done);
     }
-    if tool.name() == BANK_BALANCE {
-        let takes_urls = session.map(|s| s.takes_urls);
-        return call_connect_in_session(params, host, takes_urls, caller.identity().as_deref(), &catalog.store)
-            .map(ToolCall::Done);
-    }
     match tool.run {
         // Nobody hears how a quick call is going; its progress token must still be one.
         Run::Quick(run) => {
