@@ -320,26 +320,32 @@ impl Sessions {
         }
     }
 
-    /// The user has done what `elicitation_id` asked (the consent page's `POST`):
-    /// `notifications/elicitation/complete` to the one session that was asked, on its
-    /// stream, once. A session with no stream open misses it, as it misses any notice:
+    /// The user has done what `elicitation_id` asked (the consent page's `POST`): the
+    /// account is connected, so every link the session that was sent there holds is done
+    /// too (a call asked again before the user pressed the first link's button got a
+    /// link of its own, and its client may be waiting on that one's `elicitationId`).
+    /// `notifications/elicitation/complete` for each, to that session only, on its
+    /// stream, once. A session with no stream open misses them, as it misses any notice:
     /// its client learns on its retry.
     pub fn url_completed(&self, elicitation_id: &str) {
-        let message = notification("notifications/elicitation/complete", json!({ "elicitationId": elicitation_id }));
-        let mut to_stdout = false;
+        let notice = |id: &str| notification("notifications/elicitation/complete", json!({ "elicitationId": id }));
+        let mut to_stdout = Vec::new();
         for entry in lock(&self.open).values_mut() {
-            let Some(at) = entry.urls_asked.iter().position(|asked| asked == elicitation_id) else { continue };
-            entry.urls_asked.remove(at);
-            match &entry.stream {
-                Some(SessionStream::Http { messages, .. }) => {
-                    let _ = messages.try_send(message.clone());
+            if !entry.urls_asked.iter().any(|asked| asked == elicitation_id) {
+                continue;
+            }
+            for asked in entry.urls_asked.drain(..) {
+                match &entry.stream {
+                    Some(SessionStream::Http { messages, .. }) => {
+                        let _ = messages.try_send(notice(&asked));
+                    }
+                    Some(SessionStream::Stdout) => to_stdout.push(notice(&asked)),
+                    None => {}
                 }
-                Some(SessionStream::Stdout) => to_stdout = true,
-                None => {}
             }
         }
         // Written once the lock is let go: a host slow to read stdout holds no session.
-        if to_stdout {
+        for message in to_stdout {
             let _ = write_line(message.to_string().as_bytes());
         }
     }
