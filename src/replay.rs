@@ -39,7 +39,7 @@ pub use client::{
 pub use compare::{Mismatch, Note, NoteKind, compare, compare_answer, compare_with, optional_member};
 pub use events::{Event, events};
 pub use redis::{RedisServer, TRANSCRIPT_REDIS, free_port};
-pub use server::{RunningServer, TRANSCRIPT_TOOLS_OFF, address_of_url};
+pub use server::{RunningServer, TRANSCRIPT_TOOLS_OFF, address_of_url, operate, reloads};
 pub use show::{
     Line, as_recorded, diff_steps, line_diff, pretty_json, shown_like, shown_lines, shown_stdio, shown_stdio_lines,
 };

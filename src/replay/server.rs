@@ -204,14 +204,15 @@ fn kill(pid: u32, name: &str) -> io::Result<()> {
 }
 
 /// How many times a server's stderr says it has reloaded (`http::RELOADED`).
-pub(super) fn reloads(stderr: &str) -> usize {
+pub fn reloads(stderr: &str) -> usize {
     stderr.lines().filter(|line| *line == crate::http::RELOADED).count()
 }
 
 /// The operator's step on the server `pid` (over HTTP or stdio): `names` into its
 /// `--tools-off` file, one a line, then SIGHUP; then wait until `reloads` (what its
-/// stderr says) has grown, for [`TIMEOUT`] at most.
-pub(super) fn operate(file: &Path, pid: u32, names: &[String], reloads: impl Fn() -> usize) -> io::Result<()> {
+/// stderr says) has grown, for [`TIMEOUT`] at most. The conformance fixtures' operator
+/// (tests/interop/fixtures.rs) is this step too.
+pub fn operate(file: &Path, pid: u32, names: &[String], reloads: impl Fn() -> usize) -> io::Result<()> {
     let text: String = names.iter().map(|name| format!("{name}\n")).collect();
     std::fs::write(file, text)?;
     let before = reloads();

@@ -73,10 +73,9 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, ErrorKind};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex, OnceLock, mpsc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(about = "The conformance suite's fixtures in front of a running chapter (tests only)")]
@@ -517,43 +516,29 @@ struct Operator {
     lock: Mutex<()>,
 }
 
-impl Operator {
-    /// How many reloads the chapter has said are done.
-    fn reloads(&self) -> usize {
-        let said = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-        said.lines().filter(|line| *line == http::RELOADED).count()
-    }
-}
-
-/// How long the operator waits for the chapter to say a reload is done.
-const RELOAD_DEADLINE: Duration = Duration::from_secs(3);
-
 static OPERATOR: OnceLock<Operator> = OnceLock::new();
 
 /// The tool the suite's hook switches: one no scenario calls through a stand-in.
 const SWITCHED_TOOL: &str = "bank_balance";
 
 /// `test_trigger_tool_change`: what the chapter's operator does (book: chapter 17, "A
-/// tool list that changes"): switch a tool off in the file, or back on, and send
-/// SIGHUP. The chapter itself then says the list changed, on every stream that asked.
-/// The call ends when the chapter has said the reload is done, as the transcripts'
-/// operator waits: the chapter looks for SIGHUPs now and then and reloads once for all
-/// that came, so a second switch sent before the first is read would undo it unseen.
+/// tool list that changes"), the replay's own operator step (`replay::operate`): switch a
+/// tool off in the file, or back on, send SIGHUP, and wait until the chapter's stderr says
+/// the reload is done. The chapter itself then says the list changed, on every stream
+/// that asked. The wait matters: the chapter looks for SIGHUPs now and then and reloads
+/// once for all that came, so a second switch sent before the first is read would undo
+/// it unseen.
 fn trigger_tool_change() -> Option<Value> {
     let operator = OPERATOR.get()?;
     let _one_at_a_time = operator.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let was_off = std::fs::read_to_string(&operator.file).is_ok_and(|text| text.contains(SWITCHED_TOOL));
-    let (contents, now) = if was_off { (String::new(), "on") } else { (format!("{SWITCHED_TOOL}\n"), "off") };
-    let before = operator.reloads();
-    let written = std::fs::write(&operator.file, contents);
-    let signalled = Command::new("kill").args(["-HUP", &operator.pid.to_string()]).status();
-    let deadline = Instant::now() + RELOAD_DEADLINE;
-    while operator.reloads() == before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let done = written.is_ok() && signalled.is_ok_and(|status| status.success()) && operator.reloads() > before;
-    let said = if done { format!("{SWITCHED_TOOL} is {now}") } else { "the operator could not switch it".to_string() };
-    Some(json!({ "content": [{ "type": "text", "text": said }], "isError": !done }))
+    let (names, now) = if was_off { (vec![], "on") } else { (vec![SWITCHED_TOOL.to_string()], "off") };
+    let reloads = || replay::reloads(&std::fs::read_to_string(&operator.stderr).unwrap_or_default());
+    let (said, failed) = match replay::operate(&operator.file, operator.pid, &names, reloads) {
+        Ok(()) => (format!("{SWITCHED_TOOL} is {now}"), false),
+        Err(error) => (format!("the operator could not switch it: {error}"), true),
+    };
+    Some(json!({ "content": [{ "type": "text", "text": said }], "isError": failed }))
 }
 
 /// A fixture tool's answer to `tools/call`, if the name is one.
